@@ -1,0 +1,123 @@
+package task
+
+import (
+	"context"
+	"time"
+)
+
+// SubmitRequest is a user's submit of PROTOCOL.md section 4.
+type SubmitRequest struct {
+	UserID         string
+	TaskID         string
+	ConversationID string
+	Content        string
+}
+
+// SubmitResult says what a submit did.
+type SubmitResult struct {
+	Task Task
+	// Created: a new task (and conversation, if new) was written.
+	Created bool
+	// Retried: an existing failed task became pending as a new attempt; the
+	// caller publishes StatusEvent(Task) and dispatches it.
+	Retried bool
+}
+
+// CancelResult says what a cancel did.
+type CancelResult struct {
+	Task Task
+	// Cancelled: a pending task became cancelled here; the caller publishes
+	// StatusEvent(Task).
+	Cancelled bool
+	// Requested: the task is running; the cancel was recorded and the runner
+	// holding it must be told (it writes the cancelled status itself).
+	Requested bool
+}
+
+// Page asks for a keyset page: the newest Limit rows before the opaque
+// cursor Before ("" for the newest).
+type Page struct {
+	Before string
+	Limit  int
+}
+
+// Store is what the gateway needs of the source of truth. Every method is
+// scoped to the user: another user's ids behave exactly like missing ones.
+type Store interface {
+	Submit(ctx context.Context, req SubmitRequest) (SubmitResult, error)
+	Get(ctx context.Context, userID, taskID string) (Task, error)
+	Cancel(ctx context.Context, userID, taskID string) (CancelResult, error)
+	// History returns messages oldest first and the cursor of the page
+	// before them ("" when there is none).
+	History(ctx context.Context, userID, conversationID string, p Page) ([]Message, string, error)
+	// Conversations returns the user's conversations, newest activity first.
+	Conversations(ctx context.Context, userID string, p Page) ([]Conversation, string, error)
+}
+
+// Claim asks to run a task.
+type Claim struct {
+	TaskID   string
+	RunnerID string
+	// LastSeq is the seq of the last event of the task found in the log, so
+	// numbering continues after events a dead runner published but never
+	// snapshotted.
+	LastSeq int64
+}
+
+// Snapshot appends a batch of events of the current attempt to the stored
+// task. It applies only if the stored seq equals FromSeq.
+type Snapshot struct {
+	TaskID    string
+	Attempt   int
+	FromSeq   int64
+	Seq       int64
+	Append    string // the text of the batch's deltas, in order
+	Progress  int
+	StreamPos uint64
+}
+
+// Finish ends the current attempt: it applies the last batch (as Snapshot)
+// and moves the task to Status (done, failed or cancelled), whose status
+// event has seq Seq. It fills the assistant message in the same transaction.
+type Finish struct {
+	Snapshot
+	Status    Status
+	Error     *string
+	ResultRef *string
+}
+
+// RunnerStore is what a runner needs: the writes of the task it holds, all
+// fenced by the attempt number.
+type RunnerStore interface {
+	// Claim makes a pending task (or a running one whose lease expired)
+	// running for this runner with a fresh lease. The returned task's Seq is
+	// the seq of the running status event the runner publishes next.
+	Claim(ctx context.Context, c Claim) (Task, error)
+	// Heartbeat extends the lease; it reports whether a cancel was requested.
+	Heartbeat(ctx context.Context, taskID string, attempt int) (cancelRequested bool, err error)
+	SaveSnapshot(ctx context.Context, s Snapshot) error
+	Finish(ctx context.Context, f Finish) (Task, error)
+	// Load reads a task regardless of its user (runner and maintenance side).
+	Load(ctx context.Context, taskID string) (Task, error)
+}
+
+// Fold advances a stored snapshot with the events the log holds after it;
+// maintenance calls it before it takes a task from a dead runner.
+type Fold func(ctx context.Context, t Task) (Task, error)
+
+// Maintainer is the background upkeep of section 3. Each method changes what
+// is due as of the store's clock and returns the tasks it changed, whose new
+// status event (StatusEvent) the caller publishes.
+type Maintainer interface {
+	// ExpirePending fails tasks pending longer than the pending timeout (no_runner).
+	ExpirePending(ctx context.Context) ([]Task, error)
+	// ExpireLeases hands running tasks whose lease expired to a new attempt
+	// (pending), fails them with runner_lost after the last attempt, or
+	// finishes them as cancelled when a cancel was requested.
+	ExpireLeases(ctx context.Context, fold Fold) ([]Task, error)
+	// Purge deletes finished tasks older than the idempotency TTL; their
+	// messages stay.
+	Purge(ctx context.Context) (int64, error)
+	// Undispatched lists tasks pending for longer than age, to dispatch again.
+	Undispatched(ctx context.Context, age time.Duration) ([]Task, error)
+}

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Runs a command with TEST_DATABASE_URL pointing at a Postgres server: the one
+# already given, or a throwaway cluster in a temporary directory that is
+# stopped and removed when the command ends, whatever its outcome.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+
+if [ -n "${TEST_DATABASE_URL:-}" ]; then
+	exec "$@"
+fi
+
+dir=$(mktemp -d "${TMPDIR:-/tmp}/tether-test-pg.XXXXXX")
+chmod 755 "$dir"
+cleanup() {
+	"$here/pg.sh" stop "$dir" || true
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+TEST_DATABASE_URL=$("$here/pg.sh" start "$dir" fast)
+export TEST_DATABASE_URL
+echo "with-test-pg: throwaway Postgres at $TEST_DATABASE_URL" >&2
+set +e
+"$@"
+rc=$?
+set -e
+exit $rc
