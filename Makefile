@@ -1,0 +1,46 @@
+# Tether: `make run` starts the whole system locally, `make test` runs every test.
+# Both start what they need (a private Postgres, embedded NATS) when
+# DATABASE_URL / TEST_DATABASE_URL are not set.
+
+GO ?= go
+export GOFLAGS ?= -mod=mod
+
+.PHONY: run test test-go test-ui test-e2e bench build ui ui-deps clean vet
+
+## run: build everything and start Postgres, the gateway (embedded NATS) and one runner
+run: build
+	./scripts/run.sh
+
+## build: the two binaries, with the UI embedded in the gateway
+build: ui
+	$(GO) build -o bin/gateway ./cmd/gateway
+	$(GO) build -o bin/runner ./cmd/runner
+
+## ui: build the browser client and chat UI into internal/webui/dist
+ui: ui-deps
+	cd frontend && npm run build
+
+ui-deps:
+	./scripts/ensure-node-deps.sh
+
+## test: every test: Go (race detector on), frontend unit tests, browser end-to-end
+test: vet test-go test-ui test-e2e
+
+vet:
+	$(GO) vet ./...
+
+test-go:
+	./scripts/with-test-pg.sh $(GO) test -race -count=1 -timeout 20m ./...
+
+test-ui: ui-deps
+	cd frontend && npm test
+
+test-e2e: build
+	./scripts/with-test-pg.sh ./scripts/e2e.sh
+
+## bench: store, bus and gateway benchmarks against a real (fsync on) Postgres
+bench:
+	./scripts/with-test-pg.sh $(GO) test -run '^$$' -bench . -benchtime 2s ./...
+
+clean:
+	rm -rf bin test-artifacts

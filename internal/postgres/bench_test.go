@@ -1,0 +1,98 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/tether-dev/tether/internal/postgres"
+	"github.com/tether-dev/tether/internal/postgres/pgtest"
+	"github.com/tether-dev/tether/internal/task"
+)
+
+// benchStore opens a store with a pool large enough for RunParallel.
+func benchStore(b *testing.B) *postgres.Store {
+	b.Helper()
+	s, err := postgres.Open(context.Background(), pgtest.URL(b)+"&pool_max_conns=16", postgres.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(s.Close)
+	return s
+}
+
+// BenchmarkSubmitNew: new tasks, each in its own conversation, from many goroutines.
+func BenchmarkSubmitNew(b *testing.B) {
+	s := benchStore(b)
+	ctx := context.Background()
+	b.SetParallelism(4)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			_, err := s.Submit(ctx, task.SubmitRequest{UserID: "alice", TaskID: newID(),
+				ConversationID: newID(), Content: "a question of average length for a chat"})
+			if err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "submits/s")
+}
+
+// BenchmarkSubmitContended: every goroutine submits the same id (a
+// double-click storm): all but the first are lookups under the row lock.
+func BenchmarkSubmitContended(b *testing.B) {
+	s := benchStore(b)
+	ctx := context.Background()
+	req := task.SubmitRequest{UserID: "alice", TaskID: newID(), ConversationID: newID(), Content: "once"}
+	b.SetParallelism(4)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := s.Submit(ctx, req); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "submits/s")
+}
+
+// BenchmarkSaveSnapshot: one runner's snapshot writes of one task, each a
+// batch of a few tokens.
+func BenchmarkSaveSnapshot(b *testing.B) {
+	s := benchStore(b)
+	ctx := context.Background()
+	r := claim(b, s, newTask(b, s, "alice").ID)
+	seq := r.Seq
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		err := s.SaveSnapshot(ctx, task.Snapshot{TaskID: r.ID, Attempt: r.Attempt, FromSeq: seq,
+			Seq: seq + 8, Append: "eight tokens of text ", Progress: min(i/100, 100), StreamPos: uint64(seq + 8)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		seq += 8
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "writes/s")
+}
+
+// BenchmarkSaveSnapshotParallel: snapshot writes of many tasks at once, as
+// several runners make them.
+func BenchmarkSaveSnapshotParallel(b *testing.B) {
+	s := benchStore(b)
+	ctx := context.Background()
+	b.SetParallelism(4)
+	b.RunParallel(func(pb *testing.PB) {
+		r := claim(b, s, newTask(b, s, "alice").ID)
+		seq := r.Seq
+		for pb.Next() {
+			err := s.SaveSnapshot(ctx, task.Snapshot{TaskID: r.ID, Attempt: r.Attempt, FromSeq: seq,
+				Seq: seq + 8, Append: "eight tokens ", Progress: 10})
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			seq += 8
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "writes/s")
+}

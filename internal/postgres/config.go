@@ -1,0 +1,66 @@
+package postgres
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Config tunes the store. The zero value works: every field has the default of
+// PROTOCOL.md section 7.
+type Config struct {
+	// IdempotencyTTL is how long a finished task's id is remembered (a submit
+	// of it is a lookup); Purge deletes tasks finished longer ago. Default 24h.
+	IdempotencyTTL time.Duration
+	// PendingTimeout fails a task no runner claimed in this time (no_runner). Default 60s.
+	PendingTimeout time.Duration
+	// Lease is how long a claim or heartbeat holds a task for its runner. Default 15s.
+	Lease time.Duration
+	// MaxAttempts bounds the attempts of one submission when runners keep
+	// losing their lease; then the task fails with runner_lost. Default 3.
+	MaxAttempts int
+	// Now is the store's clock. Every timestamp the store writes comes from
+	// it (never from the database's now()), so tests drive time with a fake
+	// clock. Default time.Now.
+	Now func() time.Time
+	// CursorKey signs page cursors. Every process serving one database must
+	// use the same key; the default is a fixed key, which keeps cursors
+	// tamper-evident but not secret.
+	CursorKey []byte
+}
+
+// defaultCursorKey is shared by every process that is not configured, so a
+// cursor made by one gateway is accepted by the next.
+var defaultCursorKey = []byte("tether cursor key v1")
+
+// withDefaults fills the zero fields and validates the result, once, in Open.
+func (c Config) withDefaults() (Config, error) {
+	c.IdempotencyTTL = cmp.Or(c.IdempotencyTTL, 24*time.Hour)
+	c.PendingTimeout = cmp.Or(c.PendingTimeout, 60*time.Second)
+	c.Lease = cmp.Or(c.Lease, 15*time.Second)
+	c.MaxAttempts = cmp.Or(c.MaxAttempts, 3)
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if len(c.CursorKey) == 0 {
+		c.CursorKey = defaultCursorKey
+	}
+	var errs []error
+	if c.IdempotencyTTL < 0 {
+		errs = append(errs, fmt.Errorf("idempotency TTL %v is negative", c.IdempotencyTTL))
+	}
+	if c.PendingTimeout < 0 {
+		errs = append(errs, fmt.Errorf("pending timeout %v is negative", c.PendingTimeout))
+	}
+	if c.Lease < 0 {
+		errs = append(errs, fmt.Errorf("lease %v is negative", c.Lease))
+	}
+	if c.MaxAttempts < 0 {
+		errs = append(errs, fmt.Errorf("max attempts %d is negative", c.MaxAttempts))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, fmt.Errorf("postgres config: %w", err)
+	}
+	return c, nil
+}

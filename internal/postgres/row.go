@@ -1,0 +1,85 @@
+package postgres
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tether-dev/tether/internal/task"
+)
+
+// taskColumns are the columns every task query returns, in the order
+// scanTask reads them.
+const taskColumns = `id, conversation_id, user_id, status, attempt, seq, progress, input,
+	output, error, result_ref, runner_id, lease_until, stream_pos, cancel_requested,
+	created_at, updated_at, finished_at, assistant_message_id, submit_attempt`
+
+// taskRow is a task with the bookkeeping only the store needs.
+type taskRow struct {
+	task.Task
+	// assistantMessageID is the placeholder this task fills. Messages are
+	// never updated by task id: a purged id may be submitted again.
+	assistantMessageID string
+	// submitAttempt is the attempt the current submission started with.
+	submitAttempt int
+}
+
+// attemptsLeft reports whether a lost lease may start another attempt of
+// the current submission.
+func (r taskRow) attemptsLeft(max int) bool {
+	return r.Attempt-r.submitAttempt+1 < max
+}
+
+// scanTask reads one row of taskColumns.
+func scanTask(row pgx.Row) (taskRow, error) {
+	var (
+		r                    taskRow
+		runnerID             *string
+		leaseUntil, finished *time.Time
+	)
+	err := row.Scan(&r.ID, &r.ConversationID, &r.UserID, &r.Status, &r.Attempt, &r.Seq,
+		&r.Progress, &r.Input, &r.Output, &r.Error, &r.ResultRef, &runnerID, &leaseUntil,
+		&r.StreamPos, &r.CancelRequested, &r.CreatedAt, &r.UpdatedAt, &finished,
+		&r.assistantMessageID, &r.submitAttempt)
+	if err != nil {
+		return taskRow{}, err
+	}
+	if runnerID != nil {
+		r.RunnerID = *runnerID
+	}
+	if leaseUntil != nil {
+		r.LeaseUntil = leaseUntil.UTC()
+	}
+	if finished != nil {
+		r.FinishedAt = finished.UTC()
+	}
+	r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
+	return r, nil
+}
+
+// scanTasks reads every row of a query of taskColumns.
+func scanTasks(rows pgx.Rows) ([]taskRow, error) {
+	defer rows.Close()
+	var out []taskRow
+	for rows.Next() {
+		r, err := scanTask(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read tasks: %w", err)
+	}
+	return out, nil
+}
+
+// tasksOf drops the bookkeeping.
+func tasksOf(rows []taskRow) []task.Task {
+	out := make([]task.Task, len(rows))
+	for i, r := range rows {
+		out[i] = r.Task
+	}
+	return out
+}

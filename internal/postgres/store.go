@@ -1,0 +1,75 @@
+// Package postgres is Tether's source of truth: conversations, messages,
+// tasks and their transitions in Postgres, behind the interfaces of
+// internal/task. The schema (migrations/*.sql, applied at start-up) enforces
+// the same rules as the Go code, and every write that races another (submits of
+// one id, a cancel and a runner's finish, two runners claiming) is decided by a
+// unique key or a row lock in Postgres, never by a read followed by a write.
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tether-dev/tether/internal/task"
+)
+
+// Store implements the gateway's, the runner's and maintenance's view of
+// the tasks on one Postgres pool.
+type Store struct {
+	pool *pgxpool.Pool
+	cfg  Config
+}
+
+var (
+	_ task.Store       = (*Store)(nil)
+	_ task.RunnerStore = (*Store)(nil)
+	_ task.Maintainer  = (*Store)(nil)
+)
+
+// Open connects to databaseURL (a pgx URL; pool_max_conns and the like may be
+// given there), applies the pending migrations and returns the store. Several
+// processes may open one database at once: migrations run under an advisory
+// lock.
+func Open(ctx context.Context, databaseURL string, cfg Config) (*Store, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	poolCfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		// The URL may hold a password: do not repeat it.
+		return nil, fmt.Errorf("open postgres: parse database URL: %w", redactURLError(err))
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	if err := migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	return &Store{pool: pool, cfg: cfg}, nil
+}
+
+// Ping checks that the database answers (readiness probes).
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("ping postgres: %w", err)
+	}
+	return nil
+}
+
+// Close closes the pool; it waits for connections in use to be returned.
+func (s *Store) Close() { s.pool.Close() }
+
+// Pool exposes the pool, for tests that look at rows directly.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// now is the store's clock, truncated to what timestamptz keeps
+// (microseconds) so a time the store returns equals the same time read back.
+func (s *Store) now() time.Time {
+	return s.cfg.Now().UTC().Truncate(time.Microsecond)
+}

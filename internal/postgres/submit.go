@@ -1,0 +1,201 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tether-dev/tether/internal/task"
+)
+
+// errInUse is every refusal of a submit whose ids are taken: by another
+// submission, another conversation or another user. It says nothing more, so
+// ids cannot be probed.
+func errInUse() error {
+	return task.Errorf(task.CodeConflict, "task id or conversation id is already in use")
+}
+
+// Submit creates a task, or finds the one this submit repeats, or starts a new
+// attempt of it if it failed (PROTOCOL.md section 4, submit). The unique key
+// on the task id decides between concurrent submits of one id: the insert
+// does nothing when the row exists, and the existing row is then read under
+// a lock.
+func (s *Store) Submit(ctx context.Context, req task.SubmitRequest) (task.SubmitResult, error) {
+	taskID, err := parseID("task id", req.TaskID)
+	if err != nil {
+		return task.SubmitResult{}, err
+	}
+	convID, err := parseID("conversation id", req.ConversationID)
+	if err != nil {
+		return task.SubmitResult{}, err
+	}
+	if err := checkUser(req.UserID); err != nil {
+		return task.SubmitResult{}, err
+	}
+	if err := checkContent(req.Content); err != nil {
+		return task.SubmitResult{}, err
+	}
+	req.TaskID, req.ConversationID = taskID, convID
+
+	var res task.SubmitResult
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		res, err = submit(ctx, tx, req, s.now())
+		return err
+	})
+	if err != nil {
+		return task.SubmitResult{}, fmt.Errorf("submit task %s: %w", taskID, err)
+	}
+	return res, nil
+}
+
+// submit is Submit's transaction.
+func submit(ctx context.Context, tx pgx.Tx, req task.SubmitRequest, now time.Time) (task.SubmitResult, error) {
+	newConv, err := ensureConversation(ctx, tx, req, now)
+	if err != nil {
+		return task.SubmitResult{}, err
+	}
+	// A finished task may be purged between the insert that found it and the
+	// read that locks it; then the insert is tried again.
+	for range 3 {
+		created, err := insertTask(ctx, tx, req, !newConv, now)
+		if err == nil {
+			return task.SubmitResult{Task: created, Created: true}, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return task.SubmitResult{}, err
+		}
+		existing, err := scanTask(tx.QueryRow(ctx,
+			`SELECT `+taskColumns+` FROM tasks WHERE id = $1 FOR UPDATE`, req.TaskID))
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return task.SubmitResult{}, fmt.Errorf("read existing task: %w", err)
+		}
+		return resubmit(ctx, tx, existing, req, now)
+	}
+	return task.SubmitResult{}, task.Errorf(task.CodeUnavailable, "task id is being purged; try again")
+}
+
+// ensureConversation creates the conversation of a submit (created true) or
+// checks that the existing one is the user's.
+func ensureConversation(ctx context.Context, tx pgx.Tx, req task.SubmitRequest, now time.Time) (created bool, err error) {
+	tag, err := tx.Exec(ctx, `
+		INSERT INTO conversations (id, user_id, title, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $4)
+		ON CONFLICT (id) DO NOTHING`,
+		req.ConversationID, req.UserID, title(req.Content), now)
+	if err != nil {
+		return false, fmt.Errorf("create conversation %s: %w", req.ConversationID, err)
+	}
+	if tag.RowsAffected() == 1 {
+		return true, nil
+	}
+	var owner string
+	err = tx.QueryRow(ctx, `SELECT user_id FROM conversations WHERE id = $1`,
+		req.ConversationID).Scan(&owner)
+	if err != nil {
+		return false, fmt.Errorf("read conversation %s: %w", req.ConversationID, err)
+	}
+	if owner != req.UserID {
+		return false, errInUse()
+	}
+	return false, nil
+}
+
+// insertTask writes a new task with its two messages, or returns
+// pgx.ErrNoRows when the id exists. touch: the conversation existed before
+// and its updated_at must move.
+func insertTask(ctx context.Context, tx pgx.Tx, req task.SubmitRequest, touch bool, now time.Time) (task.Task, error) {
+	// Made in this order, the user message's UUIDv7 sorts before the
+	// placeholder's; both share created_at.
+	userMsg, err := uuid.NewV7()
+	if err != nil {
+		return task.Task{}, fmt.Errorf("make message id: %w", err)
+	}
+	assistantMsg, err := uuid.NewV7()
+	if err != nil {
+		return task.Task{}, fmt.Errorf("make message id: %w", err)
+	}
+	r, err := scanTask(tx.QueryRow(ctx, `
+		INSERT INTO tasks (id, user_id, conversation_id, assistant_message_id, status, attempt,
+			submit_attempt, seq, progress, input, output, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, 'pending', 1, 1, 0, 0, $5, '', $6, $6)
+		ON CONFLICT (id) DO NOTHING
+		RETURNING `+taskColumns,
+		req.TaskID, req.UserID, req.ConversationID, assistantMsg, req.Content, now))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return task.Task{}, err
+	}
+	if err != nil {
+		return task.Task{}, fmt.Errorf("insert task: %w", err)
+	}
+	err = transition(ctx, tx, move{TaskID: r.ID, Attempt: 1, To: task.StatusPending,
+		Reason: task.ReasonSubmitted, At: now})
+	if err != nil {
+		return task.Task{}, err
+	}
+	_, err = tx.Exec(ctx, `
+		INSERT INTO messages (id, conversation_id, role, content, task_id, status, created_at)
+		VALUES ($1, $3, 'user', $4, $5, NULL, $6),
+		       ($2, $3, 'assistant', '', $5, 'generating', $6)`,
+		userMsg, assistantMsg, req.ConversationID, req.Content, req.TaskID, now)
+	if err != nil {
+		return task.Task{}, fmt.Errorf("insert messages: %w", err)
+	}
+	if touch {
+		if err := touchConversation(ctx, tx, req.ConversationID, now); err != nil {
+			return task.Task{}, err
+		}
+	}
+	return r.Task, nil
+}
+
+// resubmit answers a submit of an existing (locked) task: the same one is a
+// lookup, a failed one starts a new attempt, anything else is a conflict.
+func resubmit(ctx context.Context, tx pgx.Tx, r taskRow, req task.SubmitRequest, now time.Time) (task.SubmitResult, error) {
+	if r.UserID != req.UserID || r.ConversationID != req.ConversationID || r.Input != req.Content {
+		return task.SubmitResult{}, errInUse()
+	}
+	if r.Status != task.StatusFailed {
+		return task.SubmitResult{Task: r.Task}, nil
+	}
+	err := transition(ctx, tx, move{TaskID: r.ID, Attempt: r.Attempt + 1,
+		From: task.StatusFailed, To: task.StatusPending, Reason: task.ReasonRetried, At: now})
+	if err != nil {
+		return task.SubmitResult{}, err
+	}
+	retried, err := scanTask(tx.QueryRow(ctx, `
+		UPDATE tasks SET status = 'pending', attempt = attempt + 1, submit_attempt = attempt + 1,
+			seq = seq + 1, output = '', progress = 0, error = NULL, result_ref = NULL,
+			runner_id = NULL, lease_until = NULL, cancel_requested = false,
+			finished_at = NULL, updated_at = $2
+		WHERE id = $1 AND status = 'failed'
+		RETURNING `+taskColumns, r.ID, now))
+	if err != nil {
+		return task.SubmitResult{}, fmt.Errorf("retry task: %w", err)
+	}
+	if err := fillPlaceholder(ctx, tx, r.assistantMessageID, "", task.MessageGenerating); err != nil {
+		return task.SubmitResult{}, err
+	}
+	if err := touchConversation(ctx, tx, r.ConversationID, now); err != nil {
+		return task.SubmitResult{}, err
+	}
+	return task.SubmitResult{Task: retried.Task, Retried: true}, nil
+}
+
+// touchConversation records activity in a conversation; it never moves
+// updated_at back (a clock behind another process's).
+func touchConversation(ctx context.Context, tx pgx.Tx, id string, now time.Time) error {
+	_, err := tx.Exec(ctx,
+		`UPDATE conversations SET updated_at = greatest(updated_at, $2) WHERE id = $1`, id, now)
+	if err != nil {
+		return fmt.Errorf("touch conversation %s: %w", id, err)
+	}
+	return nil
+}

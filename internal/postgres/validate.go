@@ -1,0 +1,88 @@
+package postgres
+
+import (
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/tether-dev/tether/internal/task"
+)
+
+// Input is checked before the database is touched, so a refused request
+// writes nothing and a malformed id never reaches a query.
+
+// parseID checks that s is a UUID in the canonical 36-character form and
+// returns it lower-cased, as Postgres prints it, so ids compare equal
+// whatever case a client used.
+func parseID(what, s string) (string, error) {
+	if len(s) != 36 {
+		return "", task.Errorf(task.CodeInvalid, "%s must be a UUID", what)
+	}
+	id, err := uuid.Parse(s)
+	if err != nil {
+		return "", task.Errorf(task.CodeInvalid, "%s must be a UUID", what)
+	}
+	return id.String(), nil
+}
+
+// checkUser checks a user id: 1..128 bytes of text.
+func checkUser(userID string) error {
+	if userID == "" || len(userID) > task.MaxUserIDBytes {
+		return task.Errorf(task.CodeInvalid, "user id must be 1..%d bytes", task.MaxUserIDBytes)
+	}
+	if !isText(userID) {
+		return task.Errorf(task.CodeInvalid, "user id must be UTF-8 text")
+	}
+	return nil
+}
+
+// checkContent checks a submitted message: 1..MaxContentBytes bytes of text.
+func checkContent(content string) error {
+	if content == "" {
+		return task.Errorf(task.CodeInvalid, "content is empty")
+	}
+	if len(content) > task.MaxContentBytes {
+		return task.Errorf(task.CodeTooLarge, "content is over %d bytes", task.MaxContentBytes)
+	}
+	if !isText(content) {
+		return task.Errorf(task.CodeInvalid, "content must be UTF-8 text")
+	}
+	return nil
+}
+
+// isText reports whether s is valid UTF-8 that Postgres text can hold (no NUL).
+func isText(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
+}
+
+// limit resolves a page size: 0 means the default, otherwise 1..MaxLimit.
+func limit(n int) (int, error) {
+	if n == 0 {
+		return task.DefaultLimit, nil
+	}
+	if n < 1 || n > task.MaxLimit {
+		return 0, task.Errorf(task.CodeInvalid, "limit must be 1..%d", task.MaxLimit)
+	}
+	return n, nil
+}
+
+// titleRunes bounds a conversation title, taken from its first message.
+const titleRunes = 80
+
+// title makes a one-line title of at most titleRunes runes from a message,
+// cut on a rune boundary.
+func title(content string) string {
+	t := strings.Join(strings.Fields(content), " ")
+	if utf8.RuneCountInString(t) <= titleRunes {
+		return t
+	}
+	n := 0
+	for i := range t {
+		if n == titleRunes-1 {
+			return strings.TrimRight(t[:i], " ") + "…"
+		}
+		n++
+	}
+	return t
+}
