@@ -1,0 +1,171 @@
+package natsbus
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Config tunes a Bus. The zero value works.
+type Config struct {
+	// Name is the connection name the server shows (e.g. "gateway", "runner-3").
+	Name string
+	// TaskRetention is how long task events stay in the log; it must outlast
+	// any task. Default 48h.
+	TaskRetention time.Duration
+	// DispatchAckWait is how long a runner may take to claim a dispatched task
+	// before JetStream hands it to another runner. Default 30s.
+	DispatchAckWait time.Duration
+	// ConnectTimeout bounds each connection attempt. Default 2s.
+	ConnectTimeout time.Duration
+	// MaxElapsed bounds all connection attempts together. Default 30s.
+	MaxElapsed time.Duration
+	// PublishAckTimeout bounds the wait for each asynchronous publish ack, so
+	// a lost ack becomes an error instead of a hang. Default 10s.
+	PublishAckTimeout time.Duration
+	// FetchWait is how long one dispatch pull waits for work; it is also how
+	// long Consume may take to notice its context is done. Default 5s.
+	FetchWait time.Duration
+	// Logger receives warnings (dropped malformed messages, failed acks).
+	// Default slog.Default().
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	c.Name = cmp.Or(c.Name, "tether")
+	c.TaskRetention = cmp.Or(c.TaskRetention, 48*time.Hour)
+	c.DispatchAckWait = cmp.Or(c.DispatchAckWait, 30*time.Second)
+	c.ConnectTimeout = cmp.Or(c.ConnectTimeout, 2*time.Second)
+	c.MaxElapsed = cmp.Or(c.MaxElapsed, 30*time.Second)
+	c.PublishAckTimeout = cmp.Or(c.PublishAckTimeout, 10*time.Second)
+	c.FetchWait = cmp.Or(c.FetchWait, 5*time.Second)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// maxPendingAcks bounds the asynchronous publishes awaiting an ack on one
+// connection, across its Publishers.
+const maxPendingAcks = 4096
+
+// Bus is one NATS connection with the JetStream streams Tether needs. It is
+// safe for concurrent use.
+type Bus struct {
+	cfg      Config
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	tasks    jetstream.Stream
+	dispatch jetstream.Consumer
+	log      *slog.Logger
+}
+
+// Connect dials url, retrying with exponential backoff until it succeeds, ctx
+// ends or cfg.MaxElapsed has passed, then makes sure the streams and the
+// runners consumer exist. Several processes may do this at once. Once
+// connected, the client reconnects by itself for as long as the Bus is open.
+func Connect(ctx context.Context, url string, cfg Config) (*Bus, error) {
+	cfg = cfg.withDefaults()
+	b := &Bus{cfg: cfg, log: cfg.Logger}
+
+	policy := backoff.NewExponentialBackOff()
+	policy.InitialInterval = 100 * time.Millisecond
+	policy.MaxInterval = 2 * time.Second
+	policy.MaxElapsedTime = cfg.MaxElapsed
+	attempts := 0
+	var lastErr error
+	err := backoff.Retry(func() error {
+		attempts++
+		lastErr = b.connectOnce(ctx, url)
+		return lastErr
+	}, backoff.WithContext(policy, ctx))
+	if err != nil {
+		if lastErr == nil {
+			lastErr = err
+		}
+		return nil, fmt.Errorf("connect to NATS at %s: gave up after %d attempts: %w",
+			redactURL(url), attempts, lastErr)
+	}
+	return b, nil
+}
+
+// connectOnce makes one connection and sets up the streams on it; on any
+// failure it leaves nothing open.
+func (b *Bus) connectOnce(ctx context.Context, url string) error {
+	nc, err := nats.Connect(url,
+		nats.Name(b.cfg.Name),
+		nats.Timeout(b.cfg.ConnectTimeout),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(500*time.Millisecond),
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			subject := ""
+			if sub != nil {
+				subject = sub.Subject
+			}
+			b.log.Warn("nats async error", "subject", subject, "err", err)
+		}),
+	)
+	if err != nil {
+		return err
+	}
+	js, err := jetstream.New(nc,
+		jetstream.WithPublishAsyncTimeout(b.cfg.PublishAckTimeout),
+		jetstream.WithPublishAsyncMaxPending(maxPendingAcks),
+	)
+	if err != nil {
+		nc.Close()
+		return err
+	}
+	b.nc, b.js = nc, js
+	if err := b.ensureStreams(ctx); err != nil {
+		nc.Close()
+		b.nc, b.js = nil, nil
+		return err
+	}
+	return nil
+}
+
+// Close drains nothing: pending asynchronous publishes that were not flushed
+// are abandoned, as a crash would abandon them.
+func (b *Bus) Close() {
+	b.nc.Close()
+}
+
+// Ready reports whether the connection is up and JetStream answers.
+func (b *Bus) Ready(ctx context.Context) error {
+	if s := b.nc.Status(); s != nats.CONNECTED {
+		return fmt.Errorf("nats: connection %s", s)
+	}
+	if _, err := b.js.AccountInfo(ctx); err != nil {
+		return fmt.Errorf("nats: jetstream: %w", err)
+	}
+	return nil
+}
+
+// Conn is the underlying connection, for what this package does not wrap.
+func (b *Bus) Conn() *nats.Conn { return b.nc }
+
+// redactURL hides passwords and tokens in a (comma-separated) server URL list.
+func redactURL(raw string) string {
+	parts := strings.Split(raw, ",")
+	for i, p := range parts {
+		u, err := url.Parse(strings.TrimSpace(p))
+		if err != nil {
+			parts[i] = "<unparsable url>"
+			continue
+		}
+		if u.User != nil {
+			u.User = url.User("redacted")
+		}
+		parts[i] = u.String()
+	}
+	return strings.Join(parts, ",")
+}

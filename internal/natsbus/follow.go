@@ -1,0 +1,166 @@
+package natsbus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/tether-dev/tether/internal/protocol"
+	"github.com/tether-dev/tether/internal/task"
+)
+
+// Msg is one task event as it came off NATS.
+type Msg struct {
+	Event task.Event
+	// Data is the event's wire JSON, to forward to clients as it is.
+	Data []byte
+	// StreamPos is the event's sequence in TasksStream, when read from the
+	// log; 0 for live messages, whose position a core subscriber is not told.
+	StreamPos uint64
+}
+
+// SubscribeTask follows taskID's live events with a core NATS subscription:
+// JetStream delivers every stored message to core subscribers too, at core
+// NATS cost. fn is called in order from one goroutine. The server has the
+// subscription before SubscribeTask returns, so every event published after
+// that is delivered, and a snapshot read afterwards cannot fall into a hole
+// between itself and the live feed.
+//
+// Live delivery is not the log: every publish reaches core subscribers, so an
+// event re-published after a lost ack arrives twice (drop seq <= the last one
+// seen), and a message lost on the way (a slow subscriber, a reconnect) shows
+// up as a seq gap, which the caller fills with ReadLog. Messages that are not
+// events are logged and skipped.
+func (b *Bus) SubscribeTask(taskID string, fn func(Msg)) (unsubscribe func() error, err error) {
+	if err := checkToken(taskID); err != nil {
+		return nil, fmt.Errorf("subscribe task: %w", err)
+	}
+	return b.subscribe(TaskSubject(taskID), func(m *nats.Msg) {
+		e, err := protocol.DecodeEvent(m.Data)
+		if err != nil {
+			b.log.Warn("dropped a malformed task event", "subject", m.Subject, "err", err)
+			return
+		}
+		fn(Msg{Event: e, Data: m.Data})
+	})
+}
+
+// subscribe makes a core subscription and waits for the server to have it.
+func (b *Bus) subscribe(subject string, handle nats.MsgHandler) (func() error, error) {
+	sub, err := b.nc.Subscribe(subject, handle)
+	if err != nil {
+		return nil, fmt.Errorf("subscribe %s: %w", subject, err)
+	}
+	// A round trip to the server: after it, the server has processed SUB.
+	if err := b.nc.FlushTimeout(b.cfg.ConnectTimeout); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, fmt.Errorf("subscribe %s: %w", subject, err)
+	}
+	return sub.Unsubscribe, nil
+}
+
+// ReadLog returns the logged events of taskID with seq > afterSeq, in seq
+// order, scanning TasksStream from stream sequence fromStreamPos (0: from the
+// task's first message) up to the task's last message stored when ReadLog
+// started. A seq logged twice (a publish retried after the de-duplication
+// window) is returned once. Other tasks' messages in between are never read:
+// the scan filters on the task's subject on the server.
+func (b *Bus) ReadLog(ctx context.Context, taskID string, afterSeq int64, fromStreamPos uint64) ([]Msg, error) {
+	if err := checkToken(taskID); err != nil {
+		return nil, fmt.Errorf("read log: %w", err)
+	}
+	subject := TaskSubject(taskID)
+	last, err := b.tasks.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read log of task %s: last message: %w", taskID, err)
+	}
+	end := last.Sequence
+	if end < fromStreamPos {
+		return nil, nil
+	}
+
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}}
+	if fromStreamPos > 0 {
+		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+		cfg.OptStartSeq = fromStreamPos
+	}
+	cons, err := b.js.OrderedConsumer(ctx, TasksStream, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("read log of task %s: %w", taskID, err)
+	}
+	iter, err := cons.Messages(jetstream.PullMaxMessages(256))
+	if err != nil {
+		return nil, fmt.Errorf("read log of task %s: %w", taskID, err)
+	}
+	defer iter.Stop()
+	stop := context.AfterFunc(ctx, iter.Stop)
+	defer stop()
+
+	var out []Msg
+	for {
+		m, err := iter.Next()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("read log of task %s: %w", taskID, ctx.Err())
+			}
+			return nil, fmt.Errorf("read log of task %s: %w", taskID, err)
+		}
+		meta, err := m.Metadata()
+		if err != nil {
+			return nil, fmt.Errorf("read log of task %s: %w", taskID, err)
+		}
+		e, err := protocol.DecodeEvent(m.Data())
+		if err != nil {
+			return nil, fmt.Errorf("read log of task %s at %d: %w", taskID, meta.Sequence.Stream, err)
+		}
+		if e.Seq > afterSeq {
+			out = append(out, Msg{Event: e, Data: m.Data(), StreamPos: meta.Sequence.Stream})
+		}
+		// NumPending 0: the end message itself aged out while we read.
+		if meta.Sequence.Stream >= end || meta.NumPending == 0 {
+			break
+		}
+	}
+	return inSeqOrder(out), nil
+}
+
+// inSeqOrder sorts by seq and keeps the first of each seq. Runners publish
+// in order, so this only does work when a retried publish landed late.
+func inSeqOrder(ms []Msg) []Msg {
+	slices.SortStableFunc(ms, func(a, b Msg) int {
+		switch {
+		case a.Event.Seq < b.Event.Seq:
+			return -1
+		case a.Event.Seq > b.Event.Seq:
+			return 1
+		}
+		return 0
+	})
+	return slices.CompactFunc(ms, func(a, b Msg) bool { return a.Event.Seq == b.Event.Seq })
+}
+
+// LastEvent returns the last logged event of taskID; false when the log holds
+// none. A runner taking over a task numbers its events after it.
+func (b *Bus) LastEvent(ctx context.Context, taskID string) (Msg, bool, error) {
+	if err := checkToken(taskID); err != nil {
+		return Msg{}, false, fmt.Errorf("last event: %w", err)
+	}
+	raw, err := b.tasks.GetLastMsgForSubject(ctx, TaskSubject(taskID))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return Msg{}, false, nil
+	}
+	if err != nil {
+		return Msg{}, false, fmt.Errorf("last event of task %s: %w", taskID, err)
+	}
+	e, err := protocol.DecodeEvent(raw.Data)
+	if err != nil {
+		return Msg{}, false, fmt.Errorf("last event of task %s: %w", taskID, err)
+	}
+	return Msg{Event: e, Data: raw.Data, StreamPos: raw.Sequence}, true, nil
+}

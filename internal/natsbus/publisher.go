@@ -1,0 +1,153 @@
+package natsbus
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/tether-dev/tether/internal/protocol"
+	"github.com/tether-dev/tether/internal/task"
+)
+
+// Publisher publishes one runner's task events asynchronously and checks
+// every ack. Waiting for each ack would cap a runner at a few thousand events
+// a second; instead Publish returns at once and Flush, called before a
+// snapshot is written, waits for all of them. It is safe for concurrent use;
+// the stream keeps the order of the Publish calls.
+type Publisher struct {
+	js jetstream.JetStream
+	// stallWait is how long Publish blocks when maxPendingAcks acks are
+	// outstanding: back-pressure on an engine faster than the server.
+	stallWait time.Duration
+
+	mu sync.Mutex
+	// pending holds the acks not yet examined, in publish order.
+	pending []jetstream.PubAckFuture
+	// lastPos is the stream sequence of the last acked event examined.
+	lastPos uint64
+	// err is the first failure not yet reported by Flush.
+	err error
+}
+
+// pruneAt is how many pending acks Publish lets pile up before it drops
+// those already resolved, so a long task between flushes stays in bounded
+// memory.
+const pruneAt = 1024
+
+// NewPublisher returns a Publisher on this Bus's connection.
+func (b *Bus) NewPublisher() *Publisher {
+	return &Publisher{js: b.js, stallWait: b.cfg.PublishAckTimeout}
+}
+
+// Publish sends e to its task's subject. The message id task-seq makes a
+// retried publish of the same event a no-op in the log. It blocks only when
+// the connection already has maxPendingAcks acks outstanding. An error here
+// means the message did not leave; an error of the server's ack is reported
+// by the next Flush.
+func (p *Publisher) Publish(e task.Event) error {
+	if err := checkToken(e.TaskID); err != nil {
+		return fmt.Errorf("publish event: %w", err)
+	}
+	msg := &nats.Msg{Subject: TaskSubject(e.TaskID), Data: protocol.EncodeEvent(e)}
+	fut, err := p.js.PublishMsgAsync(msg, jetstream.WithMsgID(eventMsgID(e)), jetstream.WithStallWait(p.stallWait))
+	if err != nil {
+		return fmt.Errorf("publish event %s/%d: %w", e.TaskID, e.Seq, err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pending = append(p.pending, fut)
+	if len(p.pending) >= pruneAt {
+		p.pruneLocked()
+	}
+	return nil
+}
+
+// pruneLocked examines the resolved acks at the front of pending.
+func (p *Publisher) pruneLocked() {
+	n := 0
+	for _, fut := range p.pending {
+		select {
+		case ack := <-fut.Ok():
+			p.lastPos = ack.Sequence
+		case err := <-fut.Err():
+			p.err = cmp.Or(p.err, err)
+		default:
+			p.pending = append(p.pending[:0], p.pending[n:]...)
+			return
+		}
+		n++
+	}
+	p.pending = p.pending[:0]
+}
+
+// Flush waits until every event published so far is acked and returns the
+// stream sequence of the last one (or of the last one flushed before, if
+// none was published since). It returns the first failed ack since the last
+// Flush, after waiting for all of them; the caller then publishes again from
+// its last durable point, and the message ids drop what was stored already.
+// Call it from one goroutine at a time.
+func (p *Publisher) Flush(ctx context.Context) (lastStreamSeq uint64, err error) {
+	p.mu.Lock()
+	waiting := p.pending
+	p.pending = nil
+	p.mu.Unlock()
+
+	var lastPos uint64
+	var firstErr error
+	done := len(waiting)
+wait:
+	for i, fut := range waiting {
+		select {
+		case ack := <-fut.Ok():
+			lastPos = ack.Sequence
+		case err := <-fut.Err():
+			firstErr = cmp.Or(firstErr, err)
+		case <-ctx.Done():
+			done = i
+			break wait
+		}
+	}
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if lastPos != 0 {
+		p.lastPos = lastPos
+	}
+	p.err = cmp.Or(p.err, firstErr)
+	if done < len(waiting) {
+		// Keep what was not examined, in order, for the next Flush.
+		p.pending = append(waiting[done:len(waiting):len(waiting)], p.pending...)
+		return 0, fmt.Errorf("flush events: %w", ctx.Err())
+	}
+	if err := p.err; err != nil {
+		p.err = nil
+		return 0, fmt.Errorf("flush events: %w", err)
+	}
+	return p.lastPos, nil
+}
+
+// PublishEventSync publishes one event and waits for its ack: the path of the
+// store-side status events (a cancel of a pending task, a retry, maintenance),
+// which are rare and must be in the log before the caller answers.
+func (b *Bus) PublishEventSync(ctx context.Context, e task.Event) (streamSeq uint64, err error) {
+	if err := checkToken(e.TaskID); err != nil {
+		return 0, fmt.Errorf("publish event: %w", err)
+	}
+	msg := &nats.Msg{Subject: TaskSubject(e.TaskID), Data: protocol.EncodeEvent(e)}
+	ack, err := b.js.PublishMsg(ctx, msg, jetstream.WithMsgID(eventMsgID(e)))
+	if err != nil {
+		return 0, fmt.Errorf("publish event %s/%d: %w", e.TaskID, e.Seq, err)
+	}
+	return ack.Sequence, nil
+}
+
+// eventMsgID names an event for JetStream's de-duplication: a task's seq is
+// never reused, so task and seq name one event.
+func eventMsgID(e task.Event) string {
+	return e.TaskID + "-" + strconv.FormatInt(e.Seq, 10)
+}

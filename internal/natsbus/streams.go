@@ -1,0 +1,63 @@
+package natsbus
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+const (
+	// taskDuplicates is the window in which a re-published event (same task
+	// and seq) is dropped: long enough for a runner to retry after a lost ack.
+	taskDuplicates = 2 * time.Minute
+	// dispatchDuplicates is the window in which a second dispatch of the same
+	// attempt is dropped. A sweeper that dispatches again must wait longer
+	// than this, or its dispatch does nothing.
+	dispatchDuplicates = 20 * time.Second
+)
+
+// ensureStreams creates or updates the streams and the runners consumer.
+// JetStream answers a create with an identical config as a success, so
+// processes starting together all succeed.
+func (b *Bus) ensureStreams(ctx context.Context) error {
+	tasks, err := b.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        TasksStream,
+		Description: "Tether task events, one subject per task",
+		Subjects:    []string{TasksSubjects},
+		Retention:   jetstream.LimitsPolicy,
+		MaxAge:      b.cfg.TaskRetention,
+		Storage:     jetstream.FileStorage,
+		Duplicates:  min(taskDuplicates, b.cfg.TaskRetention),
+		Discard:     jetstream.DiscardOld,
+	})
+	if err != nil {
+		return fmt.Errorf("ensure stream %s: %w", TasksStream, err)
+	}
+	if _, err := b.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        DispatchStream,
+		Description: "Tether tasks waiting for a runner",
+		Subjects:    []string{DispatchSubject},
+		Retention:   jetstream.WorkQueuePolicy,
+		// A dispatch older than any task is for a task long failed.
+		MaxAge:     b.cfg.TaskRetention,
+		Storage:    jetstream.FileStorage,
+		Duplicates: min(dispatchDuplicates, b.cfg.TaskRetention),
+	}); err != nil {
+		return fmt.Errorf("ensure stream %s: %w", DispatchStream, err)
+	}
+	cons, err := b.js.CreateOrUpdateConsumer(ctx, DispatchStream, jetstream.ConsumerConfig{
+		Durable:       RunnersConsumer,
+		Description:   "all runners pull from here",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       b.cfg.DispatchAckWait,
+		MaxDeliver:    -1,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return fmt.Errorf("ensure consumer %s: %w", RunnersConsumer, err)
+	}
+	b.tasks, b.dispatch = tasks, cons
+	return nil
+}

@@ -1,0 +1,119 @@
+package protocol
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/tether-dev/tether/internal/task"
+)
+
+// The wire shapes of the three stream events, field for field the event table
+// of PROTOCOL.md section 4. The same bytes are stored in JetStream and sent to
+// clients, so a gateway forwards them without re-encoding.
+type (
+	deltaWire struct {
+		Type   task.EventType `json:"type"`
+		TaskID string         `json:"task_id"`
+		Seq    int64          `json:"seq"`
+		Text   string         `json:"text"`
+	}
+	progressWire struct {
+		Type     task.EventType `json:"type"`
+		TaskID   string         `json:"task_id"`
+		Seq      int64          `json:"seq"`
+		Progress int            `json:"progress"`
+		Stage    string         `json:"stage,omitempty"`
+	}
+	statusWire struct {
+		Type      task.EventType `json:"type"`
+		TaskID    string         `json:"task_id"`
+		Seq       int64          `json:"seq"`
+		Status    task.Status    `json:"status"`
+		Attempt   int            `json:"attempt"`
+		Error     *string        `json:"error"`
+		ResultRef *string        `json:"result_ref"`
+	}
+	// otherWire is what an event of an unknown type encodes to; DecodeEvent
+	// refuses it. Only the three known types are ever made.
+	otherWire struct {
+		Type   task.EventType `json:"type"`
+		TaskID string         `json:"task_id"`
+		Seq    int64          `json:"seq"`
+	}
+)
+
+// EncodeEvent is the wire JSON of a stream event: exactly the fields its type
+// has in PROTOCOL.md.
+func EncodeEvent(e task.Event) []byte {
+	switch e.Type {
+	case task.EventDelta:
+		return encode(deltaWire{e.Type, e.TaskID, e.Seq, e.Text})
+	case task.EventProgress:
+		return encode(progressWire{e.Type, e.TaskID, e.Seq, e.Progress, e.Stage})
+	case task.EventStatus:
+		return encode(statusWire{e.Type, e.TaskID, e.Seq, e.Status, e.Attempt, e.Error, e.ResultRef})
+	}
+	return encode(otherWire{e.Type, e.TaskID, e.Seq})
+}
+
+// eventIn is the union of the three shapes for decoding; pointers tell a
+// missing field from a zero one.
+type eventIn struct {
+	Type      task.EventType `json:"type"`
+	TaskID    string         `json:"task_id"`
+	Seq       int64          `json:"seq"`
+	Text      *string        `json:"text"`
+	Progress  *int           `json:"progress"`
+	Stage     string         `json:"stage"`
+	Status    task.Status    `json:"status"`
+	Attempt   *int           `json:"attempt"`
+	Error     *string        `json:"error"`
+	ResultRef *string        `json:"result_ref"`
+}
+
+// ErrBadEvent is wrapped by every DecodeEvent error: the bytes are not an event
+// Tether wrote. Events come from our own runners and stores, so this is an
+// internal fault, not a client's.
+var ErrBadEvent = errors.New("bad event")
+
+// DecodeEvent is the inverse of EncodeEvent. It checks what the fold and the
+// gateway rely on: a known type, a task id, seq >= 1, and the fields of that
+// type (delta text; progress 0..100; a valid status and attempt >= 1). Fields
+// that do not belong to the type are dropped.
+func DecodeEvent(data []byte) (task.Event, error) {
+	var in eventIn
+	if err := json.Unmarshal(data, &in); err != nil {
+		return task.Event{}, fmt.Errorf("%w: %v", ErrBadEvent, err)
+	}
+	if in.TaskID == "" {
+		return task.Event{}, fmt.Errorf("%w: no task_id", ErrBadEvent)
+	}
+	if in.Seq < 1 {
+		return task.Event{}, fmt.Errorf("%w: seq %d", ErrBadEvent, in.Seq)
+	}
+	e := task.Event{Type: in.Type, TaskID: in.TaskID, Seq: in.Seq}
+	switch in.Type {
+	case task.EventDelta:
+		if in.Text == nil {
+			return task.Event{}, fmt.Errorf("%w: delta without text", ErrBadEvent)
+		}
+		e.Text = *in.Text
+	case task.EventProgress:
+		if in.Progress == nil || *in.Progress < 0 || *in.Progress > 100 {
+			return task.Event{}, fmt.Errorf("%w: progress missing or outside 0..100", ErrBadEvent)
+		}
+		e.Progress, e.Stage = *in.Progress, in.Stage
+	case task.EventStatus:
+		if !in.Status.Valid() {
+			return task.Event{}, fmt.Errorf("%w: status %q", ErrBadEvent, in.Status)
+		}
+		if in.Attempt == nil || *in.Attempt < 1 {
+			return task.Event{}, fmt.Errorf("%w: status without attempt", ErrBadEvent)
+		}
+		e.Status, e.Attempt, e.Error, e.ResultRef = in.Status, *in.Attempt, in.Error, in.ResultRef
+	default:
+		return task.Event{}, fmt.Errorf("%w: type %q", ErrBadEvent, in.Type)
+	}
+	return e, nil
+}
