@@ -1,0 +1,157 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/tether-dev/tether/internal/task"
+)
+
+// The actions below are shared by WebSocket, SSE and HTTP, so each protocol
+// has one submit, one cancel and one subscribe logic.
+
+// submit creates the task (or finds it, or retries it), then tells the
+// runners and the user's other tabs.
+func (s *Server) submit(ctx context.Context, user string, req task.SubmitRequest) (task.SubmitResult, error) {
+	req.UserID = user
+	res, err := s.store.Submit(ctx, req)
+	if err != nil {
+		s.metrics.submits.WithLabelValues(outcome(err)).Inc()
+		return res, err
+	}
+	switch {
+	case res.Created:
+		s.metrics.submits.WithLabelValues("created").Inc()
+		s.announce(ctx, res.Task, false)
+	case res.Retried:
+		s.metrics.submits.WithLabelValues("retried").Inc()
+		s.announce(ctx, res.Task, true)
+	default:
+		s.metrics.submits.WithLabelValues("existing").Inc()
+	}
+	return res, nil
+}
+
+// announce dispatches a pending task and publishes what changed. A failed
+// publish is logged, not returned: the task is safe in Postgres and the
+// maintenance loop re-dispatches it.
+func (s *Server) announce(ctx context.Context, t task.Task, withStatus bool) {
+	if withStatus {
+		if err := s.bus.PublishEvent(ctx, task.StatusEvent(t)); err != nil {
+			s.log.Warn("publish status", "task_id", t.ID, "seq", t.Seq, "err", err)
+		}
+	}
+	if t.Status == task.StatusPending {
+		if err := s.bus.Dispatch(ctx, t.ID, t.Attempt); err != nil {
+			s.log.Warn("dispatch", "task_id", t.ID, "attempt", t.Attempt, "err", err)
+		}
+	}
+	if err := s.bus.PublishUserTask(t.UserID, t); err != nil {
+		s.log.Warn("publish user task", "task_id", t.ID, "err", err)
+	}
+}
+
+func outcome(err error) string {
+	switch c := task.ErrorCode(err); c {
+	case task.CodeInvalid, task.CodeConflict, task.CodeTooLarge:
+		return string(c)
+	default:
+		return "error"
+	}
+}
+
+// cancel cancels a task. A pending task is cancelled in Postgres at once; a
+// running one is cancelled by its runner, so this asks it and waits (up to
+// CancelWait) for the cancelled status, then answers with the task as it
+// stands.
+func (s *Server) cancelTask(ctx context.Context, user, taskID string) (task.Task, error) {
+	res, err := s.store.Cancel(ctx, user, taskID)
+	if err != nil {
+		return task.Task{}, err
+	}
+	if res.Cancelled {
+		s.announce(ctx, res.Task, true)
+		return res.Task, nil
+	}
+	if !res.Requested {
+		return res.Task, nil
+	}
+
+	w := newTerminalWatch()
+	f := newFollower(ctx, s.hub, taskID, w, func(ctx context.Context) (task.Task, error) {
+		return s.store.Get(ctx, user, taskID)
+	})
+	if err := s.hub.attach(f); err != nil {
+		return res.Task, nil
+	}
+	defer f.stop()
+	if err := s.bus.RequestCancel(taskID); err != nil {
+		s.log.Warn("request cancel", "task_id", taskID, "err", err)
+	}
+	t, err := s.store.Get(ctx, user, taskID)
+	if err != nil {
+		return task.Task{}, err
+	}
+	if t.Status.Terminal() {
+		return t, nil
+	}
+	go f.start(t, nil)
+	wait, stop := context.WithTimeout(ctx, s.cfg.CancelWait)
+	defer stop()
+	select {
+	case <-w.done:
+	case <-wait.Done():
+	}
+	return s.store.Get(ctx, user, taskID)
+}
+
+// terminalWatch is a sink that only notices the end of an attempt.
+type terminalWatch struct{ done chan struct{} }
+
+func newTerminalWatch() *terminalWatch { return &terminalWatch{done: make(chan struct{})} }
+
+func (w *terminalWatch) sendSnapshot(t task.Task, _ []byte) bool {
+	if t.Status.Terminal() {
+		close(w.done)
+		return false
+	}
+	return true
+}
+
+func (w *terminalWatch) sendEvent(m Msg) bool {
+	if m.Event.Terminal() {
+		close(w.done)
+		return false
+	}
+	return true
+}
+
+// follow attaches sink k to a task and starts the resume rule: first is
+// called once the live feed is attached and returns the first snapshot and
+// the reply that carries it.
+func (s *Server) follow(ctx context.Context, user, taskID string, k sink,
+	first func(ctx context.Context) (task.Task, []byte, error)) (*follower, error) {
+	f := newFollower(ctx, s.hub, taskID, k, func(ctx context.Context) (task.Task, error) {
+		return s.store.Get(ctx, user, taskID)
+	})
+	if err := s.hub.attach(f); err != nil {
+		s.log.Error("attach", "task_id", taskID, "err", err)
+		return nil, task.Errorf(task.CodeUnavailable, "event bus unavailable")
+	}
+	t, reply, err := first(ctx)
+	if err != nil {
+		f.stop()
+		return nil, err
+	}
+	f.start(t, reply)
+	return f, nil
+}
+
+// logError logs an error that is not the user's fault.
+func (s *Server) logError(what string, err error, attrs ...any) {
+	if task.ErrorCode(err) != task.CodeInternal || errors.Is(err, context.Canceled) {
+		return
+	}
+	s.log.Error(what, append(attrs, "err", fmt.Sprint(err))...)
+}

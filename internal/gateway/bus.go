@@ -1,0 +1,32 @@
+package gateway
+
+import (
+	"context"
+
+	"github.com/tether-dev/tether/internal/task"
+)
+
+// Msg is one event of a task's stream as the bus carries it: the decoded
+// event, its wire JSON (forwarded to tabs as is) and, when it was read from
+// the log, its stream position.
+type Msg struct {
+	Event     task.Event
+	Data      []byte
+	StreamPos uint64
+}
+
+// Bus is what the gateway needs of NATS.
+type Bus interface {
+	// SubscribeTask follows a task's live events. Interest must be registered
+	// with the server when it returns, so nothing published afterwards is missed.
+	SubscribeTask(taskID string, fn func(Msg)) (unsubscribe func() error, err error)
+	// ReadLog returns the logged events of a task with seq > afterSeq, in order.
+	ReadLog(ctx context.Context, taskID string, afterSeq int64, fromStreamPos uint64) ([]Msg, error)
+	// PublishEvent publishes an event the store assigned (no runner holds the task).
+	PublishEvent(ctx context.Context, e task.Event) error
+	PublishUserTask(userID string, t task.Task) error
+	SubscribeUser(userID string, fn func(data []byte)) (unsubscribe func() error, err error)
+	Dispatch(ctx context.Context, taskID string, attempt int) error
+	RequestCancel(taskID string) error
+	Ready(ctx context.Context) error
+}

@@ -1,0 +1,248 @@
+package gateway
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/tether-dev/tether/internal/task"
+)
+
+// sink is where a follower delivers: a WebSocket tab or an SSE stream. Both
+// methods must not block; they report false when the sink is gone.
+type sink interface {
+	// sendSnapshot delivers a snapshot; reply is the encoded direct reply
+	// (submitted or snapshot) or nil for an unsolicited resync snapshot.
+	sendSnapshot(t task.Task, reply []byte) bool
+	sendEvent(m Msg) bool
+}
+
+// follower implements the resume rule of DESIGN.md for one sink following
+// one task: it is attached to the live feed before the snapshot is read, it
+// buffers live events while it catches up from the topic's recent events or
+// the log, and from then on passes each event exactly once and in order.
+// Anything at or below the last delivered seq is dropped; a gap is closed
+// from the log, and if the log cannot close it, by a fresh snapshot — never
+// by a silent skip.
+type follower struct {
+	hub    *hub
+	topic  *topic
+	taskID string
+	sink   sink
+	// snapshot reads the task afresh, for a resync.
+	snapshot func(ctx context.Context) (task.Task, error)
+
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	detach sync.Once
+
+	mu      sync.Mutex
+	done    bool
+	filling bool
+	last    int64
+	pos     uint64
+	buf     []Msg
+}
+
+// Limits of the catch-up: how many live events a follower buffers while it
+// reads the log, and how long it waits for the log to hold an event it has
+// seen live before it gives up and resyncs from a snapshot.
+const (
+	maxFollowBuffer = 1 << 16
+	fillRetries     = 8
+	fillRetryDelay  = 25 * time.Millisecond
+)
+
+func newFollower(ctx context.Context, h *hub, taskID string, s sink, snapshot func(context.Context) (task.Task, error)) *follower {
+	ctx, cancel := context.WithCancel(ctx)
+	return &follower{hub: h, taskID: taskID, sink: s, snapshot: snapshot, ctx: ctx, cancel: cancel, filling: true}
+}
+
+// start delivers the first snapshot (with its reply) and catches up. The
+// follower must already be attached.
+func (f *follower) start(t task.Task, reply []byte) {
+	f.mu.Lock()
+	if f.done {
+		f.mu.Unlock()
+		return
+	}
+	f.last, f.pos = t.Seq, t.StreamPos
+	if !f.sink.sendSnapshot(t, reply) {
+		f.done = true
+	}
+	f.mu.Unlock()
+	f.catchUp(true)
+}
+
+// startAt continues after lastSeq without a snapshot (SSE Last-Event-ID,
+// after canResumeAt said the log reaches it).
+func (f *follower) startAt(lastSeq int64) {
+	f.mu.Lock()
+	if f.done {
+		f.mu.Unlock()
+		return
+	}
+	f.last, f.pos = lastSeq, 0
+	f.mu.Unlock()
+	f.catchUp(true)
+}
+
+// stop detaches the follower; nothing is delivered after it returns.
+func (f *follower) stop() {
+	f.mu.Lock()
+	f.done = true
+	f.buf = nil
+	f.mu.Unlock()
+	f.cancel()
+	f.detach.Do(func() { f.hub.detach(f) })
+}
+
+// onLive receives an event from the topic, in upstream order.
+func (f *follower) onLive(m Msg) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.done {
+		return
+	}
+	if f.filling {
+		if len(f.buf) >= maxFollowBuffer {
+			// Far behind: drop the buffer; the catch-up resyncs.
+			f.buf = f.buf[:0]
+		}
+		f.buf = append(f.buf, m)
+		return
+	}
+	switch {
+	case m.Event.Seq <= f.last:
+	case m.Event.Seq == f.last+1:
+		f.deliverLocked(m)
+	default:
+		f.hub.metrics.gaps.Inc()
+		f.filling = true
+		f.buf = append(f.buf[:0], m)
+		go f.catchUp(false)
+	}
+}
+
+func (f *follower) deliverLocked(m Msg) {
+	if !f.sink.sendEvent(m) {
+		f.done = true
+		f.buf = nil
+		return
+	}
+	f.last = m.Event.Seq
+	if m.StreamPos > 0 {
+		f.pos = m.StreamPos
+	}
+}
+
+// drainLocked delivers the buffered events that continue f.last and reports
+// whether a gap remains before the rest of the buffer.
+func (f *follower) drainLocked() (gap bool) {
+	i := 0
+	for ; i < len(f.buf) && !f.done; i++ {
+		m := f.buf[i]
+		if m.Event.Seq > f.last+1 {
+			break
+		}
+		if m.Event.Seq == f.last+1 {
+			f.deliverLocked(m)
+		}
+	}
+	if f.done {
+		return false
+	}
+	f.buf = append(f.buf[:0], f.buf[i:]...)
+	return len(f.buf) > 0
+}
+
+// catchUp closes the distance between f.last and the live feed. probe asks
+// it to look for events after f.last even with nothing buffered (right after
+// a snapshot, events published before the follower attached may exist).
+func (f *follower) catchUp(probe bool) {
+	misses := 0
+	for {
+		f.mu.Lock()
+		if f.done {
+			f.mu.Unlock()
+			return
+		}
+		gap := f.drainLocked()
+		if f.done {
+			f.mu.Unlock()
+			return
+		}
+		if !gap && !probe {
+			f.filling = false
+			f.mu.Unlock()
+			return
+		}
+		last, pos := f.last, f.pos
+		f.mu.Unlock()
+
+		msgs, ok := f.topic.after(last)
+		if !ok {
+			var err error
+			msgs, err = f.hub.bus.ReadLog(f.ctx, f.taskID, last, pos)
+			if err != nil && f.ctx.Err() == nil {
+				f.hub.log.Warn("read task log", "task_id", f.taskID, "after_seq", last, "err", err)
+			}
+			f.hub.metrics.logReads.Inc()
+		}
+		probe = false
+
+		f.mu.Lock()
+		for _, m := range msgs {
+			if f.done || m.Event.Seq > f.last+1 {
+				break
+			}
+			if m.Event.Seq == f.last+1 {
+				f.deliverLocked(m)
+			}
+		}
+		progressed := f.last > last
+		stillGap := len(f.buf) > 0 && f.buf[0].Event.Seq > f.last+1
+		f.mu.Unlock()
+
+		if !stillGap || progressed {
+			misses = 0
+			continue
+		}
+		// The log has not (yet) stored what the live feed already showed.
+		misses++
+		if misses > fillRetries {
+			if !f.resync() {
+				return
+			}
+			probe, misses = true, 0
+			continue
+		}
+		select {
+		case <-f.ctx.Done():
+			return
+		case <-time.After(fillRetryDelay * time.Duration(misses)):
+		}
+	}
+}
+
+// resync sends a fresh snapshot in place of events that cannot be found.
+func (f *follower) resync() bool {
+	f.hub.metrics.resyncs.Inc()
+	t, err := f.snapshot(f.ctx)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err != nil || f.done {
+		if err != nil && f.ctx.Err() == nil {
+			f.hub.log.Warn("resync snapshot", "task_id", f.taskID, "err", err)
+		}
+		f.done = true
+		return false
+	}
+	f.last, f.pos = t.Seq, t.StreamPos
+	if !f.sink.sendSnapshot(t, nil) {
+		f.done = true
+		return false
+	}
+	return true
+}

@@ -1,0 +1,276 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/tether-dev/tether/internal/protocol"
+	"github.com/tether-dev/tether/internal/task"
+)
+
+// Handler routes every endpoint of PROTOCOL.md sections 4 and 5 and serves
+// the UI for everything else.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/ws", s.serveWS)
+	mux.HandleFunc("POST /v1/tasks", s.api(s.postTask))
+	mux.HandleFunc("GET /v1/tasks/{id}", s.api(s.getTask))
+	mux.HandleFunc("POST /v1/tasks/{id}/cancel", s.api(s.postCancel))
+	mux.HandleFunc("GET /v1/tasks/{id}/events", s.serveSSE)
+	mux.HandleFunc("GET /v1/conversations", s.api(s.getConversations))
+	mux.HandleFunc("GET /v1/conversations/{id}/messages", s.api(s.getMessages))
+	mux.HandleFunc("GET /v1/results/{ref}", s.api(s.getResult))
+	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, task.Errorf(task.CodeNotFound, "no such endpoint"))
+	})
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, []byte(`{"status":"ok"}`))
+	})
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}))
+	mux.Handle("/", s.withSession(s.cfg.UI))
+	return s.logRequests(mux)
+}
+
+// withSession gives a browser its anonymous session cookie on its first
+// page load, so its WebSocket and API calls act as one user.
+func (s *Server) withSession(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.auth.secret == nil {
+			if id := s.auth.anonymous(r); id.newCookie != nil {
+				http.SetCookie(w, id.newCookie)
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// logRequests logs each request by method and path only: query strings may
+// hold tokens and are never logged.
+func (s *Server) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		next.ServeHTTP(w, r)
+		s.log.Debug("http", "method", r.Method, "path", r.URL.Path, "took", time.Since(start))
+	})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if s.cfg.Ready != nil {
+		if err := s.cfg.Ready(ctx); err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, protocol.HTTPError(task.CodeUnavailable, "postgres not ready"))
+			return
+		}
+	}
+	if err := s.bus.Ready(ctx); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, protocol.HTTPError(task.CodeUnavailable, "nats not ready"))
+		return
+	}
+	writeJSON(w, http.StatusOK, []byte(`{"status":"ready"}`))
+}
+
+// apiHandler is an authenticated, rate-limited JSON endpoint.
+type apiHandler func(w http.ResponseWriter, r *http.Request, user string) error
+
+func (s *Server) api(h apiHandler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, err := s.auth.authenticate(r, false)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		// A cookie-authenticated write from a foreign page is refused (CSRF);
+		// clients without an Origin (curl, servers) are not browsers.
+		if id.viaCookie && r.Method != http.MethodGet {
+			if o := r.Header.Get("Origin"); o != "" && !originAllowed(o, s.cfg.AllowedOrigins, r.Host) {
+				writeError(w, task.Errorf(task.CodeForbidden, "origin not allowed"))
+				return
+			}
+		}
+		if id.newCookie != nil {
+			http.SetCookie(w, id.newCookie)
+		}
+		if !s.limit.allow(id.user) {
+			s.metrics.rateLimited.Inc()
+			writeError(w, task.Errorf(task.CodeRateLimited, "too many requests; slow down"))
+			return
+		}
+		if err := h(w, r, id.user); err != nil {
+			s.logError("http "+r.Method+" "+r.Pattern, err)
+			writeError(w, err)
+		}
+	}
+}
+
+func (s *Server) postTask(w http.ResponseWriter, r *http.Request, user string) error {
+	req, err := decodeBody(r, "submit")
+	if err != nil {
+		return err
+	}
+	res, err := s.submit(r.Context(), user, task.SubmitRequest{TaskID: req.TaskID,
+		ConversationID: req.ConversationID, Content: req.Content})
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if res.Created {
+		status = http.StatusCreated
+	}
+	return writeValue(w, status, res.Task)
+}
+
+func (s *Server) getTask(w http.ResponseWriter, r *http.Request, user string) error {
+	id, err := pathUUID(r, "id")
+	if err != nil {
+		return err
+	}
+	t, err := s.store.Get(r.Context(), user, id)
+	if err != nil {
+		return err
+	}
+	return writeValue(w, http.StatusOK, t)
+}
+
+func (s *Server) postCancel(w http.ResponseWriter, r *http.Request, user string) error {
+	id, err := pathUUID(r, "id")
+	if err != nil {
+		return err
+	}
+	t, err := s.cancelTask(r.Context(), user, id)
+	if err != nil {
+		return err
+	}
+	return writeValue(w, http.StatusOK, t)
+}
+
+func (s *Server) getConversations(w http.ResponseWriter, r *http.Request, user string) error {
+	p, err := pageQuery(r)
+	if err != nil {
+		return err
+	}
+	cs, next, err := s.store.Conversations(r.Context(), user, p)
+	if err != nil {
+		return err
+	}
+	if cs == nil {
+		cs = []task.Conversation{}
+	}
+	return writeValue(w, http.StatusOK, struct {
+		Conversations []task.Conversation `json:"conversations"`
+		Next          *string             `json:"next"`
+	}{cs, nullable(next)})
+}
+
+func (s *Server) getMessages(w http.ResponseWriter, r *http.Request, user string) error {
+	id, err := pathUUID(r, "id")
+	if err != nil {
+		return err
+	}
+	p, err := pageQuery(r)
+	if err != nil {
+		return err
+	}
+	msgs, next, err := s.store.History(r.Context(), user, id, p)
+	if err != nil {
+		return err
+	}
+	if msgs == nil {
+		msgs = []task.Message{}
+	}
+	return writeValue(w, http.StatusOK, struct {
+		Messages []task.Message `json:"messages"`
+		Next     *string        `json:"next"`
+	}{msgs, nullable(next)})
+}
+
+// getResult serves stored large results. Tasks have no out-of-row results
+// yet (the openai engine brings them), so every ref is unknown.
+func (s *Server) getResult(w http.ResponseWriter, r *http.Request, user string) error {
+	return task.Errorf(task.CodeNotFound, "no such result")
+}
+
+// decodeBody reads a JSON request body and validates it exactly as the
+// WebSocket message of the same type.
+func decodeBody(r *http.Request, typ string) (protocol.Request, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, protocol.MaxFrameBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return protocol.Request{}, task.Errorf(task.CodeTooLarge, "request body over %d bytes", protocol.MaxFrameBytes)
+		}
+		return protocol.Request{}, task.Errorf(task.CodeInvalid, "unreadable body")
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
+		return protocol.Request{}, task.Errorf(task.CodeInvalid, "body must be a JSON object")
+	}
+	fields["type"], _ = json.Marshal(typ)
+	delete(fields, "req")
+	framed, err := json.Marshal(fields)
+	if err != nil {
+		return protocol.Request{}, task.Errorf(task.CodeInvalid, "body must be a JSON object")
+	}
+	return protocol.DecodeRequest(framed)
+}
+
+// pathUUID validates a UUID path parameter by the same rules as the wire.
+func pathUUID(r *http.Request, name string) (string, error) {
+	raw, _ := json.Marshal(map[string]string{"type": "subscribe", "task_id": r.PathValue(name)})
+	req, err := protocol.DecodeRequest(raw)
+	if err != nil {
+		return "", task.Errorf(task.CodeInvalid, "%s is not a UUID", name)
+	}
+	return req.TaskID, nil
+}
+
+func pageQuery(r *http.Request) (task.Page, error) {
+	q := r.URL.Query()
+	p := task.Page{Before: q.Get("before")}
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > task.MaxLimit {
+			return p, task.Errorf(task.CodeInvalid, "limit must be 1..%d", task.MaxLimit)
+		}
+		p.Limit = n
+	}
+	return p, nil
+}
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func writeValue(w http.ResponseWriter, status int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, status, b)
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, b []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// writeError maps an error's code to its HTTP status; internal detail never
+// reaches the client.
+func writeError(w http.ResponseWriter, err error) {
+	code := task.ErrorCode(err)
+	writeJSON(w, protocol.HTTPStatus(code), protocol.HTTPError(code, task.ErrorMessage(err)))
+}

@@ -1,0 +1,187 @@
+package gateway_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// TestHTTP walks the HTTP endpoints of PROTOCOL.md section 5.
+func TestHTTP(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	taskID, convID := newID(), newID()
+	body := map[string]any{"task_id": taskID, "conversation_id": convID, "content": "/stream 4 0"}
+
+	code, tk := e.httpDo("POST", "/v1/tasks", "lou", body)
+	if code != http.StatusCreated || tk["id"] != taskID {
+		t.Fatalf("POST /v1/tasks: %d %v", code, tk)
+	}
+	if code, _ := e.httpDo("POST", "/v1/tasks", "lou", body); code != http.StatusOK {
+		t.Fatalf("repeat POST: %d", code)
+	}
+	body["content"] = "something else"
+	if code, out := e.httpDo("POST", "/v1/tasks", "lou", body); code != http.StatusConflict || errCode(out) != "conflict" {
+		t.Fatalf("conflicting POST: %d %v", code, out)
+	}
+	waitFor(t, "the task to finish", func() bool {
+		_, tk := e.httpDo("GET", "/v1/tasks/"+taskID, "lou", nil)
+		return tk["status"] == "done"
+	})
+	_, tk = e.httpDo("GET", "/v1/tasks/"+taskID, "lou", nil)
+	if tk["output"] != streamOutput(4) || tk["seq"] == nil || tk["attempt"].(float64) != 1 {
+		t.Fatalf("GET task: %v", tk)
+	}
+	if code, tk := e.httpDo("POST", "/v1/tasks/"+taskID+"/cancel", "lou", nil); code != http.StatusOK || tk["status"] != "done" {
+		t.Fatalf("cancel of a done task: %d %v", code, tk)
+	}
+	code, out := e.httpDo("GET", "/v1/conversations/"+convID+"/messages?limit=1", "lou", nil)
+	msgs, _ := out["messages"].([]any)
+	if code != http.StatusOK || len(msgs) != 1 || out["next"] == nil {
+		t.Fatalf("messages page 1: %d %v", code, out)
+	}
+	next := out["next"].(string)
+	code, out = e.httpDo("GET", "/v1/conversations/"+convID+"/messages?limit=1&before="+next, "lou", nil)
+	msgs, _ = out["messages"].([]any)
+	if code != http.StatusOK || len(msgs) != 1 || msgs[0].(map[string]any)["role"] != "user" || out["next"] != nil {
+		t.Fatalf("messages page 2: %d %v", code, out)
+	}
+	code, out = e.httpDo("GET", "/v1/conversations", "lou", nil)
+	cs, _ := out["conversations"].([]any)
+	if code != http.StatusOK || len(cs) != 1 || cs[0].(map[string]any)["active_task_id"] != nil {
+		t.Fatalf("conversations: %d %v", code, out)
+	}
+
+	bad := []struct {
+		method, path string
+		body         any
+		status       int
+		code         string
+	}{
+		{"GET", "/v1/tasks/not-a-uuid", nil, 400, "invalid"},
+		{"GET", "/v1/tasks/" + newID(), nil, 404, "not_found"},
+		{"POST", "/v1/tasks/" + newID() + "/cancel", nil, 404, "not_found"},
+		{"POST", "/v1/tasks", map[string]any{"task_id": newID(), "conversation_id": newID(), "content": strings.Repeat("x", 40000)}, 413, "too_large"},
+		{"POST", "/v1/tasks", map[string]any{"task_id": "nope"}, 400, "invalid"},
+		{"GET", "/v1/conversations?limit=0", nil, 400, "invalid"},
+		{"GET", "/v1/conversations?before=garbage", nil, 400, "invalid"},
+		{"GET", "/v1/conversations/" + newID() + "/messages", nil, 404, "not_found"},
+		{"GET", "/v1/results/anything", nil, 404, "not_found"},
+		{"GET", "/v1/nothing-here", nil, 404, "not_found"},
+	}
+	for _, b := range bad {
+		code, out := e.httpDo(b.method, b.path, "lou", b.body)
+		if code != b.status || errCode(out) != b.code {
+			t.Errorf("%s %s: %d %v, want %d %s", b.method, b.path, code, out, b.status, b.code)
+		}
+	}
+	for _, p := range []string{"/healthz", "/readyz", "/metrics"} {
+		resp, err := http.Get(e.srv.URL + p)
+		if err != nil || resp.StatusCode != 200 {
+			t.Errorf("%s: %v %v", p, err, resp)
+			continue
+		}
+		resp.Body.Close()
+	}
+}
+
+func errCode(out map[string]any) string {
+	e, _ := out["error"].(map[string]any)
+	c, _ := e["code"].(string)
+	return c
+}
+
+// TestRateLimit: beyond TETHER_RATE (burst twice that) a user gets rate_limited.
+func TestRateLimit(t *testing.T) {
+	t.Parallel()
+	e := setup(t, func(o *envOptions) { o.gateway.Rate = 1; o.noRunner = true })
+	tb := e.dial("max")
+	limited := false
+	for i := 0; i < 10 && !limited; i++ {
+		limited = tb.call(map[string]any{"type": "ping"}).Code == "rate_limited"
+	}
+	if !limited {
+		t.Fatal("10 pings at once were never limited at rate 1/s")
+	}
+	if code, out := e.httpDo("GET", "/v1/conversations", "max", nil); code != http.StatusTooManyRequests || errCode(out) != "rate_limited" {
+		t.Fatalf("HTTP shares the user's bucket: %d %v", code, out)
+	}
+	// Another user has a bucket of their own.
+	if r := e.dial("ned").call(map[string]any{"type": "ping"}); r.Type != "pong" {
+		t.Fatal(r.raw)
+	}
+}
+
+// TestShutdownCloses1012: a gateway shutdown ends tabs with 1012.
+func TestShutdownCloses1012(t *testing.T) {
+	t.Parallel()
+	e := setup(t, func(o *envOptions) { o.noRunner = true })
+	tb := e.dial("olga")
+	if r := tb.call(map[string]any{"type": "ping"}); r.Type != "pong" {
+		t.Fatal(r.raw)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	go func() { _ = e.gw.Shutdown(ctx) }()
+	if code := tb.closed(); code != websocket.StatusServiceRestart {
+		t.Fatalf("closed with %d, want 1012", code)
+	}
+}
+
+// TestAnonymousCookie: without a secret the gateway gives each browser an
+// anonymous user in a signed cookie; its tabs are one user, a cookie upgrade
+// needs a matching Origin, and a forged cookie is a new user.
+func TestAnonymousCookie(t *testing.T) {
+	t.Parallel()
+	e := setup(t, func(o *envOptions) { o.anonymous = true; o.noRunner = true })
+	resp, err := http.Get(e.srv.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	var cookie *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == "tether_session" {
+			cookie = c
+		}
+	}
+	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteLaxMode {
+		t.Fatalf("session cookie: %+v", cookie)
+	}
+	origin := e.srv.URL
+	h := http.Header{"Cookie": {cookie.Name + "=" + cookie.Value}, "Origin": {origin}}
+	a, _, err := e.dialHeader(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	taskID, convID := newID(), newID()
+	if r := a.submit(taskID, convID, "hello"); r.Type != "submitted" {
+		t.Fatal(r.raw)
+	}
+	b, _, err := e.dialHeader(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := b.call(map[string]any{"type": "subscribe", "task_id": taskID}); r.Type != "snapshot" {
+		t.Fatalf("second tab of the same browser: %s", r.raw)
+	}
+	for name, hdr := range map[string]http.Header{
+		"missing origin": {"Cookie": {cookie.Name + "=" + cookie.Value}},
+		"foreign origin": {"Cookie": {cookie.Name + "=" + cookie.Value}, "Origin": {"http://evil.example"}},
+	} {
+		if _, resp, err := e.dialHeader(hdr); err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
+			t.Errorf("%s: %v %v", name, err, resp)
+		}
+	}
+	forged, _, err := e.dialHeader(http.Header{"Cookie": {cookie.Name + "=" + cookie.Value + "x"}, "Origin": {origin}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := forged.call(map[string]any{"type": "subscribe", "task_id": taskID}); r.Code != "not_found" {
+		t.Fatalf("a forged cookie must not be the same user: %s", r.raw)
+	}
+}

@@ -1,0 +1,188 @@
+// Package gateway terminates WebSocket, SSE and HTTP for browser tabs and
+// other clients (PROTOCOL.md sections 1, 4 and 5): it authenticates, creates
+// and cancels tasks through the store, and fans task events from the bus out
+// to every attached tab with the resume rule of DESIGN.md.
+package gateway
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/tether-dev/tether/internal/task"
+)
+
+// Config tunes a gateway. The zero value works: anonymous auth, no rate
+// limit, the gateway's own host as the only allowed Origin.
+type Config struct {
+	// AllowedOrigins are exact origins allowed for WebSocket upgrades; empty
+	// means the gateway's own host.
+	AllowedOrigins []string
+	// AuthSecret is the HS256 secret; nil selects anonymous cookie mode.
+	AuthSecret []byte
+	// CookieKey signs anonymous session cookies; keep it stable across
+	// restarts (and equal on every gateway) or anonymous users lose their data.
+	CookieKey []byte
+	// Rate is client messages and HTTP requests per second per user; 0 = no limit.
+	Rate float64
+	// QueueBytes bounds a connection's outgoing queue (at least 1 MiB).
+	QueueBytes int
+	// PingInterval is how often tabs are pinged; PongTimeout how long a ping
+	// may go unanswered before the tab is dropped.
+	PingInterval time.Duration
+	PongTimeout  time.Duration
+	// WriteTimeout bounds one WebSocket write.
+	WriteTimeout time.Duration
+	// CancelWait is how long a cancel of a running task waits for its runner
+	// to write the cancelled status before replying with the task as it stands.
+	CancelWait time.Duration
+	// SSEKeepAlive is the period of SSE comment lines.
+	SSEKeepAlive time.Duration
+	// RecentEvents is how many events each followed task keeps in memory,
+	// and TopicLinger how long it keeps following a task nobody watches.
+	RecentEvents int
+	TopicLinger  time.Duration
+	// MaxSubscriptions per connection.
+	MaxSubscriptions int
+	// UI serves everything that is not an API route (the chat UI).
+	UI     http.Handler
+	Logger *slog.Logger
+	Now    func() time.Time
+	// Ready reports whether the store is reachable (for /readyz).
+	Ready func(ctx context.Context) error
+}
+
+const minQueueBytes = 1 << 20
+
+func (c Config) withDefaults() Config {
+	c.QueueBytes = max(cmp.Or(c.QueueBytes, 4<<20), minQueueBytes)
+	c.PingInterval = cmp.Or(c.PingInterval, 25*time.Second)
+	c.PongTimeout = cmp.Or(c.PongTimeout, 30*time.Second)
+	c.WriteTimeout = cmp.Or(c.WriteTimeout, 10*time.Second)
+	c.CancelWait = cmp.Or(c.CancelWait, 5*time.Second)
+	c.SSEKeepAlive = cmp.Or(c.SSEKeepAlive, 15*time.Second)
+	c.RecentEvents = cmp.Or(c.RecentEvents, 4096)
+	c.TopicLinger = cmp.Or(c.TopicLinger, 30*time.Second)
+	c.MaxSubscriptions = cmp.Or(c.MaxSubscriptions, 256)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.UI == nil {
+		c.UI = http.NotFoundHandler()
+	}
+	return c
+}
+
+// Server is one gateway.
+type Server struct {
+	cfg     Config
+	store   task.Store
+	bus     Bus
+	log     *slog.Logger
+	metrics *metrics
+	hub     *hub
+	users   *userHub
+	auth    *authenticator
+	limit   *limiter
+
+	// ctx ends every connection's work at shutdown.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	closing  bool
+	sessions map[*wsSession]struct{}
+	streams  sync.WaitGroup
+}
+
+// New makes a gateway on a store and a bus.
+func New(cfg Config, store task.Store, bus Bus) (*Server, error) {
+	if store == nil || bus == nil {
+		return nil, errors.New("gateway: a store and a bus are required")
+	}
+	cfg = cfg.withDefaults()
+	if cfg.AuthSecret == nil && len(cfg.CookieKey) < 16 {
+		return nil, errors.New("gateway: anonymous mode needs a cookie key of at least 16 bytes")
+	}
+	m := newMetrics()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{
+		cfg:      cfg,
+		store:    store,
+		bus:      bus,
+		log:      cfg.Logger,
+		metrics:  m,
+		hub:      newHub(bus, cfg.Logger, m, cfg.RecentEvents, cfg.TopicLinger),
+		auth:     &authenticator{secret: cfg.AuthSecret, cookieKey: cfg.CookieKey, now: cfg.Now},
+		limit:    newLimiter(cfg.Rate, cfg.Now),
+		ctx:      ctx,
+		cancel:   cancel,
+		sessions: map[*wsSession]struct{}{},
+	}
+	s.users = newUserHub(bus, cfg.Logger)
+	return s, nil
+}
+
+// Shutdown closes every tab with 1012 once its queued events are written,
+// ends SSE streams, and drops upstream subscriptions. It returns when all
+// connections are gone or ctx ends.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing = true
+	sessions := make([]*wsSession, 0, len(s.sessions))
+	for ss := range s.sessions {
+		sessions = append(sessions, ss)
+	}
+	s.mu.Unlock()
+
+	var wg sync.WaitGroup
+	for _, ss := range sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ss.shutdown(ctx)
+		}()
+	}
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		s.cancel() // ends SSE streams and any remaining work
+		s.streams.Wait()
+		close(done)
+	}()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.cancel()
+		err = ctx.Err()
+	}
+	s.hub.close()
+	s.users.close()
+	return err
+}
+
+func (s *Server) track(ss *wsSession) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.sessions[ss] = struct{}{}
+	s.metrics.connections.Inc()
+	return true
+}
+
+func (s *Server) untrack(ss *wsSession) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.sessions[ss]; ok {
+		delete(s.sessions, ss)
+		s.metrics.connections.Dec()
+	}
+}

@@ -1,0 +1,192 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/tether-dev/tether/internal/protocol"
+	"github.com/tether-dev/tether/internal/task"
+)
+
+// serveSSE streams a task's events (PROTOCOL.md section 5) with the same
+// follower as a WebSocket subscription. With Last-Event-ID it continues after
+// that seq when the log still holds what follows, otherwise it starts with a
+// fresh snapshot. It ends after a terminal status event.
+func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
+	id, err := s.auth.authenticate(r, true)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	taskID, err := pathUUID(r, "id")
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if !s.limit.allow(id.user) {
+		s.metrics.rateLimited.Inc()
+		writeError(w, task.Errorf(task.CodeRateLimited, "too many requests; slow down"))
+		return
+	}
+	lastID := int64(-1)
+	if v := r.Header.Get("Last-Event-ID"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			writeError(w, task.Errorf(task.CodeInvalid, "Last-Event-ID must be a seq"))
+			return
+		}
+		lastID = n
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		writeError(w, task.Errorf(task.CodeInternal, "streaming unsupported"))
+		return
+	}
+
+	s.streams.Add(1)
+	defer s.streams.Done()
+	s.metrics.sseStreams.Inc()
+	defer s.metrics.sseStreams.Dec()
+
+	ctx := r.Context()
+	k := &sseSink{out: newOutbox(s.cfg.QueueBytes, s.metrics.queueDrops.Inc)}
+	f := newFollower(ctx, s.hub, taskID, k, func(ctx2 context.Context) (task.Task, error) {
+		return s.store.Get(ctx2, id.user, taskID)
+	})
+	if err := s.hub.attach(f); err != nil {
+		writeError(w, task.Errorf(task.CodeUnavailable, "event bus unavailable"))
+		return
+	}
+	defer f.stop()
+	t, err := s.store.Get(ctx, id.user, taskID)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	if id.newCookie != nil {
+		http.SetCookie(w, id.newCookie)
+	}
+	w.WriteHeader(http.StatusOK)
+	flusher.Flush()
+
+	if lastID >= 0 && s.canResumeAt(ctx, t, lastID) {
+		k.resumedAt(lastID, t)
+		go f.startAt(lastID)
+	} else {
+		go f.start(t, nil)
+	}
+
+	keepAlive := time.NewTicker(s.cfg.SSEKeepAlive)
+	defer keepAlive.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.ctx.Done():
+			return
+		case <-keepAlive.C:
+			if _, err := w.Write([]byte(": keep-alive\n\n")); err != nil {
+				return
+			}
+			flusher.Flush()
+			continue
+		case <-k.out.wake:
+		}
+		items, overflowed := k.out.take()
+		for _, b := range items {
+			if _, err := w.Write(b); err != nil {
+				return
+			}
+		}
+		flusher.Flush()
+		if overflowed || (k.finished.Load() && k.out.empty()) {
+			return
+		}
+	}
+}
+
+// canResumeAt reports whether the events after lastID can be sent instead of
+// a snapshot: lastID is the snapshot's own seq, or the log holds every event
+// from lastID on up to the snapshot (or, past the snapshot, reaches lastID).
+func (s *Server) canResumeAt(ctx context.Context, t task.Task, lastID int64) bool {
+	if lastID == t.Seq {
+		return true
+	}
+	if lastID < t.Seq {
+		msgs, err := s.bus.ReadLog(ctx, t.ID, lastID, 0)
+		if err != nil || len(msgs) == 0 || msgs[0].Event.Seq != lastID+1 {
+			return false
+		}
+		want := lastID + 1
+		for _, m := range msgs {
+			if m.Event.Seq != want {
+				return false
+			}
+			if want == t.Seq {
+				return true
+			}
+			want++
+		}
+		return false
+	}
+	msgs, err := s.bus.ReadLog(ctx, t.ID, t.Seq, t.StreamPos)
+	if err != nil {
+		return false
+	}
+	for _, m := range msgs {
+		if m.Event.Seq == lastID {
+			return true
+		}
+	}
+	return false
+}
+
+// sseSink formats a follower's output as Server-Sent Events.
+type sseSink struct {
+	out      *outbox
+	finished atomic.Bool
+}
+
+func (k *sseSink) sendSnapshot(t task.Task, _ []byte) bool {
+	var b bytes.Buffer
+	_ = protocol.SSEEvent(&b, "snapshot", t.Seq, protocol.Snapshot("", t))
+	ok := k.out.push(b.Bytes())
+	if t.Status.Terminal() {
+		k.finish()
+		return false
+	}
+	return ok
+}
+
+func (k *sseSink) sendEvent(m Msg) bool {
+	var b bytes.Buffer
+	_ = protocol.SSEEvent(&b, string(m.Event.Type), m.Event.Seq, m.Data)
+	ok := k.out.push(b.Bytes())
+	if m.Event.Terminal() {
+		k.finish()
+		return false
+	}
+	return ok
+}
+
+// resumedAt handles a Last-Event-ID equal to a finished snapshot: there is
+// nothing left to send.
+func (k *sseSink) resumedAt(lastID int64, t task.Task) {
+	if lastID >= t.Seq && t.Status.Terminal() {
+		k.finish()
+	}
+}
+
+func (k *sseSink) finish() {
+	k.finished.Store(true)
+	k.out.signal()
+}

@@ -1,0 +1,384 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/coder/websocket"
+
+	"github.com/tether-dev/tether/internal/protocol"
+	"github.com/tether-dev/tether/internal/task"
+)
+
+// maxOutFrame caps one coalesced server frame; a burst larger than this is
+// written as several frames.
+const maxOutFrame = 256 << 10
+
+// serveWS upgrades GET /v1/ws after authentication and the Origin rule.
+func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
+	id, err := s.auth.authenticate(r, true)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := checkOrigin(r, id, s.cfg.AllowedOrigins); err != nil {
+		writeError(w, task.Errorf(task.CodeForbidden, "origin not allowed"))
+		return
+	}
+	if id.newCookie != nil {
+		http.SetCookie(w, id.newCookie)
+	}
+	// Origin was checked above with the rule of PROTOCOL.md, which differs
+	// from the library's (a token-authenticated client may omit it).
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	if err != nil {
+		s.log.Debug("websocket accept", "err", err)
+		return
+	}
+	c.SetReadLimit(protocol.MaxFrameBytes)
+
+	ss := newSession(s, c, id)
+	if !s.track(ss) {
+		_ = c.Close(protocol.CloseServiceRestart, "gateway shutting down")
+		return
+	}
+	defer s.untrack(ss)
+	ss.run()
+}
+
+// wsSession is one tab: a reader that never stops reading, a worker that
+// handles requests in order, and a writer that drains a bounded outbox.
+type wsSession struct {
+	s    *Server
+	c    *websocket.Conn
+	id   identity
+	out  *outbox
+	reqs chan protocol.Request
+
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	follows map[string]*follower
+
+	closeOnce sync.Once
+	drainOnce sync.Once
+	// flushed is closed by the writer when, after shutdown began, the queue is empty.
+	flushed  chan struct{}
+	draining chan struct{}
+	wg       sync.WaitGroup
+}
+
+func newSession(s *Server, c *websocket.Conn, id identity) *wsSession {
+	ctx, cancel := context.WithCancel(s.ctx)
+	ss := &wsSession{
+		s: s, c: c, id: id,
+		reqs:     make(chan protocol.Request, 64),
+		ctx:      ctx,
+		cancel:   cancel,
+		follows:  map[string]*follower{},
+		flushed:  make(chan struct{}),
+		draining: make(chan struct{}),
+	}
+	ss.out = newOutbox(s.cfg.QueueBytes, func() {
+		s.metrics.queueDrops.Inc()
+		ss.close(protocol.CloseTryAgainLater, "too slow to take events; resubscribe")
+	})
+	return ss
+}
+
+func (ss *wsSession) run() {
+	if err := ss.s.users.attach(ss.id.user, ss); err != nil {
+		ss.s.log.Error("subscribe user events", "err", err)
+		ss.close(websocket.StatusInternalError, "event bus unavailable")
+		return
+	}
+	defer ss.s.users.detach(ss.id.user, ss)
+
+	ss.wg.Add(3)
+	go ss.writeLoop()
+	go ss.pingLoop()
+	go ss.workLoop()
+	if !ss.id.exp.IsZero() {
+		t := time.AfterFunc(ss.id.exp.Sub(ss.s.cfg.Now()), func() {
+			ss.close(websocket.StatusPolicyViolation, "token expired")
+		})
+		defer t.Stop()
+	}
+
+	ss.readLoop()
+	ss.cancel()
+	close(ss.reqs)
+	ss.wg.Wait()
+	ss.stopFollows()
+	_ = ss.c.CloseNow()
+}
+
+func (ss *wsSession) readLoop() {
+	for {
+		typ, data, err := ss.c.Read(ss.ctx)
+		if err != nil {
+			return
+		}
+		if typ != websocket.MessageText {
+			ss.close(protocol.CloseUnsupportedData, "binary frames are not supported")
+			return
+		}
+		if !utf8.Valid(data) {
+			ss.close(protocol.CloseInvalidPayload, "text frame is not valid UTF-8")
+			return
+		}
+		req, err := protocol.DecodeRequest(data)
+		if !ss.s.limit.allow(ss.id.user) {
+			ss.s.metrics.rateLimited.Inc()
+			ss.send(protocol.Error(req.Req, task.CodeRateLimited, "too many requests; slow down"))
+			continue
+		}
+		if err != nil {
+			ss.send(protocol.Error(req.Req, task.ErrorCode(err), task.ErrorMessage(err)))
+			continue
+		}
+		select {
+		case ss.reqs <- req:
+		default:
+			ss.send(protocol.Error(req.Req, task.CodeRateLimited, "too many requests in flight"))
+		}
+	}
+}
+
+func (ss *wsSession) workLoop() {
+	defer ss.wg.Done()
+	for req := range ss.reqs {
+		if ss.ctx.Err() != nil {
+			continue
+		}
+		ss.handle(req)
+	}
+}
+
+func (ss *wsSession) handle(req protocol.Request) {
+	s, user := ss.s, ss.id.user
+	fail := func(err error) {
+		s.logError("ws "+req.Type, err, "task_id", req.TaskID)
+		ss.send(protocol.Error(req.Req, task.ErrorCode(err), task.ErrorMessage(err)))
+	}
+	switch req.Type {
+	case "submit":
+		ss.followTask(req, func(ctx context.Context) (task.Task, []byte, error) {
+			res, err := s.submit(ctx, user, task.SubmitRequest{TaskID: req.TaskID,
+				ConversationID: req.ConversationID, Content: req.Content})
+			if err != nil {
+				return task.Task{}, nil, err
+			}
+			return res.Task, protocol.Submitted(req.Req, res.Task, res.Created), nil
+		}, fail)
+	case "subscribe":
+		ss.followTask(req, func(ctx context.Context) (task.Task, []byte, error) {
+			t, err := s.store.Get(ctx, user, req.TaskID)
+			if err != nil {
+				return task.Task{}, nil, err
+			}
+			return t, protocol.Snapshot(req.Req, t), nil
+		}, fail)
+	case "unsubscribe":
+		ss.unfollow(req.TaskID)
+		ss.send(protocol.Unsubscribed(req.Req, req.TaskID))
+	case "cancel":
+		// A cancel may wait for the runner; it must not hold up the tab's
+		// other requests.
+		ss.wg.Add(1)
+		go func() {
+			defer ss.wg.Done()
+			t, err := s.cancelTask(ss.ctx, user, req.TaskID)
+			if err != nil {
+				fail(err)
+				return
+			}
+			ss.send(protocol.Cancelled(req.Req, t))
+		}()
+	case "history":
+		msgs, next, err := s.store.History(ss.ctx, user, req.ConversationID, task.Page{Before: req.Before, Limit: req.Limit})
+		if err != nil {
+			fail(err)
+			return
+		}
+		ss.send(protocol.History(req.Req, msgs, next))
+	case "conversations":
+		cs, next, err := s.store.Conversations(ss.ctx, user, task.Page{Before: req.Before, Limit: req.Limit})
+		if err != nil {
+			fail(err)
+			return
+		}
+		ss.send(protocol.Conversations(req.Req, cs, next))
+	case "ping":
+		ss.send(protocol.Pong(req.Req))
+	default:
+		fail(task.Errorf(task.CodeInvalid, "unknown message type"))
+	}
+}
+
+// followTask (re)subscribes the tab to a task: an existing subscription of
+// this tab is replaced, so events are never doubled.
+func (ss *wsSession) followTask(req protocol.Request, first func(context.Context) (task.Task, []byte, error), fail func(error)) {
+	ss.unfollow(req.TaskID)
+	ss.mu.Lock()
+	n := len(ss.follows)
+	ss.mu.Unlock()
+	if n >= ss.s.cfg.MaxSubscriptions {
+		fail(task.Errorf(task.CodeInvalid, "too many subscriptions on this connection; unsubscribe first"))
+		return
+	}
+	f, err := ss.s.follow(ss.ctx, ss.id.user, req.TaskID, tabSink{ss}, first)
+	if err != nil {
+		fail(err)
+		return
+	}
+	ss.mu.Lock()
+	ss.follows[req.TaskID] = f
+	ss.mu.Unlock()
+}
+
+func (ss *wsSession) unfollow(taskID string) {
+	ss.mu.Lock()
+	f := ss.follows[taskID]
+	delete(ss.follows, taskID)
+	ss.mu.Unlock()
+	if f != nil {
+		f.stop()
+	}
+}
+
+func (ss *wsSession) stopFollows() {
+	ss.mu.Lock()
+	fs := ss.follows
+	ss.follows = map[string]*follower{}
+	ss.mu.Unlock()
+	for _, f := range fs {
+		f.stop()
+	}
+}
+
+// send queues a message; when the queue overflows the tab is closed 1013.
+func (ss *wsSession) send(b []byte) bool {
+	return ss.out.push(b)
+}
+
+func (ss *wsSession) writeLoop() {
+	defer ss.wg.Done()
+	for {
+		select {
+		case <-ss.out.wake:
+		case <-ss.ctx.Done():
+			return
+		}
+		items, overflowed := ss.out.take()
+		for len(items) > 0 {
+			var frame []byte
+			frame, items = coalesce(items)
+			ctx, cancel := context.WithTimeout(ss.ctx, ss.s.cfg.WriteTimeout)
+			err := ss.c.Write(ctx, websocket.MessageText, frame)
+			cancel()
+			if err != nil {
+				ss.cancel()
+				return
+			}
+		}
+		if overflowed {
+			// onOverflow is closing the tab with 1013.
+			return
+		}
+		select {
+		case <-ss.draining:
+			if ss.out.empty() {
+				close(ss.flushed)
+				return
+			}
+		default:
+		}
+	}
+}
+
+// coalesce joins queued messages into one frame (newline-separated, as
+// PROTOCOL.md section 4 allows) up to maxOutFrame, returning the rest.
+func coalesce(items [][]byte) ([]byte, [][]byte) {
+	if len(items) == 1 {
+		return items[0], nil
+	}
+	n, size := 0, 0
+	for n < len(items) && (n == 0 || size+1+len(items[n]) <= maxOutFrame) {
+		size += len(items[n]) + 1
+		n++
+	}
+	return bytes.Join(items[:n], []byte{'\n'}), items[n:]
+}
+
+func (ss *wsSession) pingLoop() {
+	defer ss.wg.Done()
+	t := time.NewTicker(ss.s.cfg.PingInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ss.ctx.Done():
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(ss.ctx, ss.s.cfg.PongTimeout)
+		err := ss.c.Ping(ctx)
+		cancel()
+		if err != nil {
+			if ss.ctx.Err() == nil {
+				ss.s.log.Debug("dropping tab that did not answer a ping", "err", err)
+				_ = ss.c.CloseNow()
+			}
+			return
+		}
+	}
+}
+
+// close ends the tab with a close code (once). The close handshake runs in
+// its own goroutine so no caller waits on a slow peer.
+func (ss *wsSession) close(code websocket.StatusCode, reason string) {
+	ss.closeOnce.Do(func() {
+		ss.out.close()
+		go func() {
+			_ = ss.c.Close(code, reason)
+			ss.cancel()
+		}()
+	})
+}
+
+// shutdown writes what is queued, then closes the tab with 1012.
+func (ss *wsSession) shutdown(ctx context.Context) {
+	ss.stopFollows()
+	ss.drainOnce.Do(func() { close(ss.draining) })
+	ss.out.signal()
+	select {
+	case <-ss.flushed:
+	case <-ss.ctx.Done():
+	case <-ctx.Done():
+	}
+	ss.closeOnce.Do(func() {
+		ss.out.close()
+		_ = ss.c.Close(protocol.CloseServiceRestart, "gateway restarting; reconnect")
+		ss.cancel()
+	})
+	<-ss.ctx.Done()
+}
+
+// tabSink delivers a follower's snapshots and events to a tab.
+type tabSink struct{ ss *wsSession }
+
+func (k tabSink) sendSnapshot(t task.Task, reply []byte) bool {
+	if reply == nil {
+		reply = protocol.Snapshot("", t)
+	}
+	return k.ss.send(reply)
+}
+
+func (k tabSink) sendEvent(m Msg) bool { return k.ss.send(m.Data) }
+
+var _ sink = tabSink{}
