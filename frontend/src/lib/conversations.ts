@@ -1,0 +1,58 @@
+import { isActive, type Conversation, type TaskInfo } from './protocol';
+
+/** A conversation list entry; `local` until the server has one with that id. */
+export interface ConversationItem extends Conversation {
+  local?: boolean;
+}
+
+/**
+ * Merges the first page of conversations into the list: the server's page
+ * first (it is newest first and holds every conversation that moved), then
+ * whatever older pages had loaded that the page does not hold. Local entries
+ * the server does not know yet stay on top.
+ */
+export function mergeFirstPage(existing: ConversationItem[], page: Conversation[]): ConversationItem[] {
+  const ids = new Set(page.map((c) => c.id));
+  const locals = existing.filter((c) => c.local && !ids.has(c.id));
+  const rest = existing.filter((c) => !c.local && !ids.has(c.id));
+  return [...locals, ...dedupe(page), ...rest];
+}
+
+/** Appends an older page, skipping conversations already listed. */
+export function mergeOlderPage(existing: ConversationItem[], page: Conversation[]): ConversationItem[] {
+  const ids = new Set(existing.map((c) => c.id));
+  return [...existing, ...dedupe(page).filter((c) => !ids.has(c.id))];
+}
+
+/**
+ * Applies a `task` event to the list: the conversation's running mark follows
+ * the task's status, and a changed conversation moves to the top. `known` is
+ * false when the conversation is not listed (the caller reloads the list).
+ */
+export function applyTask(list: ConversationItem[], t: TaskInfo): { list: ConversationItem[]; known: boolean } {
+  const i = list.findIndex((c) => c.id === t.conversation_id);
+  if (i === -1) return { list, known: false };
+  const c = list[i]!;
+  const active_task_id = isActive(t.status) ? t.id : c.active_task_id === t.id ? null : c.active_task_id;
+  const moved: ConversationItem = { ...c, active_task_id, updated_at: t.updated_at > c.updated_at ? t.updated_at : c.updated_at };
+  return { list: [moved, ...list.slice(0, i), ...list.slice(i + 1)], known: true };
+}
+
+/** Puts a conversation at the top with a running task, as a submit in this browser does before any reply. */
+export function touchLocal(list: ConversationItem[], id: string, title: string, taskId: string, now: string): ConversationItem[] {
+  const i = list.findIndex((c) => c.id === id);
+  const c: ConversationItem =
+    i === -1 ? { id, title, updated_at: now, active_task_id: taskId, local: true } : { ...list[i]!, active_task_id: taskId, updated_at: now };
+  return [c, ...list.filter((x) => x.id !== id)];
+}
+
+/** A title for a conversation the server has not named yet: the first line, shortened. */
+export function titleFrom(content: string): string {
+  const line = content.trim().split('\n')[0]!.trim();
+  return line.length > 60 ? `${line.slice(0, 57)}...` : line || 'New conversation';
+}
+
+function dedupe(page: Conversation[]): Conversation[] {
+  const seen = new Set<string>();
+  return page.filter((c) => (seen.has(c.id) ? false : (seen.add(c.id), true)));
+}

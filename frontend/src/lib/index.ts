@@ -1,0 +1,22 @@
+/**
+ * Tether's browser client library: framework-free, no runtime dependencies.
+ * TetherClient is the whole thing; the rest is exported for apps that want
+ * only a part (the connection, the subscriptions) and for tests.
+ */
+export { TetherClient, type ClientOptions, type ClientEvents, type ConversationView } from './client';
+export { Connection, type ConnectionState, type ConnectionOptions, type ReplyHandler, type SendOptions } from './connection';
+export { Subscriptions, type SubscriptionState, type TaskSubscription, type SubscriptionEvents } from './subscription';
+export { Backoff, backoffDelay, backoffCeiling, defaultBackoff, type BackoffOptions } from './backoff';
+export { planReconnect, closeReason, type ReconnectPlan, type CloseInput } from './close';
+export { decideRestore, clearsPointer, type RestoreAction, type Lookup, type PendingSubmit } from './restore';
+export { applyStreamEvent, applySnapshot, type EventOutcome } from './stream';
+export { parseFrame, type ParsedFrame } from './frame';
+export { mergeNewest, mergeOlder, addLocal, localPair, type ChatMessage } from './history';
+export { mergeFirstPage, mergeOlderPage, applyTask, type ConversationItem } from './conversations';
+export { buildMessages, messageStatus, type TaskState, type ViewMessage } from './view';
+export { Pointers, StorageKeys, type KeyValue, type ActivePointer } from './storage';
+export { browserTabChannel, storageTabChannel, type TabChannel, type SyncMessage } from './tabsync';
+export { browserPlatform, sameOriginWsUrl, type Platform, type SocketLike } from './platform';
+export { TetherError, NotConnectedError } from './errors';
+export { randomUUID } from './uuid';
+export * from './protocol';

@@ -1,0 +1,262 @@
+/**
+ * Wire types of Tether's protocol, version 1 (PROTOCOL.md), one to one with
+ * the Go package internal/protocol and the domain types of internal/task.
+ * Field names are the JSON names on the wire, so a decoded frame needs no
+ * mapping layer.
+ */
+
+/** The state of a task (PROTOCOL.md section 3). */
+export type TaskStatus = 'pending' | 'running' | 'done' | 'failed' | 'cancelled';
+
+export const TASK_STATUSES: readonly TaskStatus[] = ['pending', 'running', 'done', 'failed', 'cancelled'];
+
+/** No further event of the current attempt can follow. */
+export function isTerminal(s: TaskStatus): boolean {
+  return s === 'done' || s === 'failed' || s === 'cancelled';
+}
+
+/** The task still has work ahead. */
+export function isActive(s: TaskStatus): boolean {
+  return s === 'pending' || s === 'running';
+}
+
+/** Task object of PROTOCOL.md section 2. */
+export interface Task {
+  id: string;
+  conversation_id: string;
+  status: TaskStatus;
+  attempt: number;
+  /** Number of the last event applied to this snapshot (0 before any). */
+  seq: number;
+  /** 0..100, never decreasing within one attempt. */
+  progress: number;
+  input: string;
+  /** Concatenated delta text of the current attempt up to `seq`. */
+  output: string;
+  /** `no_runner`, `runner_lost` or the engine's own message; set when failed. */
+  error: string | null;
+  result_ref: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** The Task carried by a `task` event: everything but the output. */
+export type TaskInfo = Omit<Task, 'output'> & { output?: string };
+
+export type Role = 'user' | 'assistant';
+
+/** Status of an assistant message; null for user messages. */
+export type MessageStatus = 'generating' | 'done' | 'failed' | 'cancelled';
+
+/** Message object of PROTOCOL.md section 2. */
+export interface Message {
+  id: string;
+  conversation_id: string;
+  role: Role;
+  content: string;
+  task_id: string | null;
+  status: MessageStatus | null;
+  created_at: string;
+}
+
+/** Conversation object of PROTOCOL.md section 2. */
+export interface Conversation {
+  id: string;
+  title: string;
+  updated_at: string;
+  /** A pending or running task of this conversation, else null. */
+  active_task_id: string | null;
+}
+
+/** Opaque keyset cursor. */
+export type Cursor = string;
+
+export type ErrorCode =
+  | 'invalid'
+  | 'unauthorized'
+  | 'forbidden'
+  | 'not_found'
+  | 'conflict'
+  | 'rate_limited'
+  | 'too_large'
+  | 'unavailable'
+  | 'internal';
+
+// ---- client -> server -------------------------------------------------------
+
+export interface SubmitRequest {
+  type: 'submit';
+  req?: string;
+  task_id: string;
+  conversation_id: string;
+  content: string;
+}
+export interface SubscribeRequest {
+  type: 'subscribe';
+  req?: string;
+  task_id: string;
+}
+export interface UnsubscribeRequest {
+  type: 'unsubscribe';
+  req?: string;
+  task_id: string;
+}
+export interface CancelRequest {
+  type: 'cancel';
+  req?: string;
+  task_id: string;
+}
+export interface HistoryRequest {
+  type: 'history';
+  req?: string;
+  conversation_id: string;
+  before?: Cursor;
+  limit?: number;
+}
+export interface ConversationsRequest {
+  type: 'conversations';
+  req?: string;
+  before?: Cursor;
+  limit?: number;
+}
+export interface PingRequest {
+  type: 'ping';
+  req?: string;
+}
+
+export type ClientMessage =
+  | SubmitRequest
+  | SubscribeRequest
+  | UnsubscribeRequest
+  | CancelRequest
+  | HistoryRequest
+  | ConversationsRequest
+  | PingRequest;
+
+// ---- server -> client: replies ---------------------------------------------
+
+export interface SubmittedReply {
+  type: 'submitted';
+  req?: string;
+  /** True when this submit created the task; false for a repeat or a retry. */
+  created: boolean;
+  task: Task;
+}
+export interface SnapshotReply {
+  type: 'snapshot';
+  req?: string;
+  task: Task;
+}
+export interface CancelledReply {
+  type: 'cancelled';
+  req?: string;
+  task: Task;
+}
+export interface UnsubscribedReply {
+  type: 'unsubscribed';
+  req?: string;
+  task_id: string;
+}
+export interface PongReply {
+  type: 'pong';
+  req?: string;
+}
+export interface HistoryReply {
+  type: 'history';
+  req?: string;
+  /** Oldest first. */
+  messages: Message[];
+  /** Cursor of the page before this one, or null at the start. */
+  next: Cursor | null;
+}
+export interface ConversationsReply {
+  type: 'conversations';
+  req?: string;
+  /** Newest activity first. */
+  conversations: Conversation[];
+  next: Cursor | null;
+}
+
+// ---- server -> client: events ----------------------------------------------
+
+export interface DeltaEvent {
+  type: 'delta';
+  task_id: string;
+  seq: number;
+  text: string;
+}
+export interface ProgressEvent {
+  type: 'progress';
+  task_id: string;
+  seq: number;
+  progress: number;
+  stage?: string;
+}
+export interface StatusEvent {
+  type: 'status';
+  task_id: string;
+  seq: number;
+  status: TaskStatus;
+  attempt: number;
+  error: string | null;
+  result_ref: string | null;
+}
+/** A task of this user was created or changed status (any tab or device). */
+export interface TaskChangedEvent {
+  type: 'task';
+  task: TaskInfo;
+}
+export interface ErrorReply {
+  type: 'error';
+  req?: string;
+  code: ErrorCode;
+  message: string;
+}
+
+/** A numbered event of one task's stream. */
+export type StreamEvent = DeltaEvent | ProgressEvent | StatusEvent;
+
+export type ServerMessage =
+  | SubmittedReply
+  | SnapshotReply
+  | CancelledReply
+  | UnsubscribedReply
+  | PongReply
+  | HistoryReply
+  | ConversationsReply
+  | StreamEvent
+  | TaskChangedEvent
+  | ErrorReply;
+
+/** WebSocket close codes Tether uses (internal/protocol/close.go). */
+export const CloseCode = {
+  Normal: 1000,
+  GoingAway: 1001,
+  UnsupportedData: 1003,
+  /** No close frame at all: the network or the server went away. */
+  Abnormal: 1006,
+  InvalidPayload: 1007,
+  /** Credentials expired or were revoked. */
+  PolicyViolation: 1008,
+  MessageTooBig: 1009,
+  /** The gateway is shutting down: reconnect elsewhere, now. */
+  ServiceRestart: 1012,
+  /** This tab read too slowly: reconnect now and take a fresh snapshot. */
+  TryAgainLater: 1013,
+} as const;
+
+/** Limits of PROTOCOL.md. */
+export const Limits = {
+  maxContentBytes: 32768,
+  maxFrameBytes: 64 << 10,
+  maxReqBytes: 64,
+  defaultPage: 50,
+  maxPage: 200,
+} as const;
+
+/** Paths on the gateway's origin. */
+export const Paths = {
+  ws: '/v1/ws',
+  tasks: '/v1/tasks',
+  conversations: '/v1/conversations',
+} as const;

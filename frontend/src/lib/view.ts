@@ -1,0 +1,116 @@
+import type { ChatMessage } from './history';
+import { isTerminal, type MessageStatus, type Role, type Task, type TaskStatus } from './protocol';
+
+/** What a tab knows about one task beyond the message list. */
+export interface TaskState {
+  id: string;
+  conversation_id: string;
+  /** The user's text, kept for a retry with the same id. */
+  content: string | undefined;
+  /** The latest snapshot, with every stream event applied since. */
+  task: Task | undefined;
+  /** A submit (or retry) sent but not yet confirmed. */
+  sending: boolean;
+  /** A cancel was asked for (here or in another tab) and the task has not ended yet. */
+  cancelling: boolean;
+  /** The server refused the submit; `retryable` says whether the same submit may be tried again. */
+  localError: { code: string; message: string; retryable: boolean } | undefined;
+}
+
+/** A message as the UI shows it: the history row with the live task folded in. */
+export interface ViewMessage {
+  id: string;
+  role: Role;
+  content: string;
+  task_id: string | null;
+  /** null for user messages. */
+  status: MessageStatus | null;
+  created_at: string;
+  /** Not confirmed by the server yet. */
+  local: boolean;
+  /** 0..100 while generating once a snapshot is known; null when unknown (or not generating). */
+  progress: number | null;
+  /** The task's error (failed), or why the submit was refused. */
+  error: string | null;
+  attempt: number | null;
+  /** The submit waits for the server (or for the connection). */
+  sending: boolean;
+  cancelling: boolean;
+  canCancel: boolean;
+  canRetry: boolean;
+  result_ref: string | null;
+}
+
+export function messageStatus(s: TaskStatus): MessageStatus {
+  return s === 'pending' || s === 'running' ? 'generating' : s;
+}
+
+/**
+ * Folds task states into a conversation's messages. The live task wins over
+ * the history row (history holds an empty placeholder while a task runs), so
+ * text generated before a reload reappears from the snapshot. A retry is
+ * offered only for a failed task whose text is known and only when nothing
+ * else in the conversation is generating; a cancel only while generating.
+ */
+export function buildMessages(messages: ChatMessage[], tasks: ReadonlyMap<string, TaskState>): ViewMessage[] {
+  const inputs = new Map<string, string>();
+  for (const m of messages) if (m.role === 'user' && m.task_id) inputs.set(m.task_id, m.content);
+
+  const out: ViewMessage[] = messages.map((m) => {
+    const s = m.task_id ? tasks.get(m.task_id) : undefined;
+    const v: ViewMessage = {
+      id: m.id,
+      role: m.role,
+      content: m.content,
+      task_id: m.task_id,
+      status: m.role === 'assistant' ? m.status : null,
+      created_at: m.created_at,
+      local: !!m.local,
+      progress: null,
+      error: null,
+      attempt: null,
+      sending: false,
+      cancelling: false,
+      canCancel: false,
+      canRetry: false,
+      result_ref: null,
+    };
+    if (m.role !== 'assistant') {
+      v.sending = !!m.local && (s ? s.sending : true);
+      return v;
+    }
+    const t = s?.task;
+    if (s?.localError) {
+      v.status = 'failed';
+      v.error = s.localError.message;
+      v.content = t ? t.output : '';
+    } else if (s?.sending && !t) {
+      v.status = 'generating';
+      v.content = '';
+      v.sending = true;
+    } else if (t) {
+      v.status = messageStatus(t.status);
+      // The snapshot's output is the text; a finished row in history may hold it when the
+      // snapshot came without (a task event), so take whichever is there.
+      v.content = t.output !== '' || !isTerminal(t.status) ? t.output : m.content;
+      v.error = t.error;
+      v.attempt = t.attempt;
+      v.result_ref = t.result_ref;
+      if (v.status === 'generating') v.progress = t.progress;
+    }
+    if (v.status === 'generating') {
+      v.cancelling = !!s?.cancelling;
+      v.canCancel = !v.cancelling;
+    }
+    return v;
+  });
+
+  const busy = out.some((v) => v.status === 'generating');
+  for (const v of out) {
+    if (v.status !== 'failed' || !v.task_id || busy) continue;
+    const s = tasks.get(v.task_id);
+    if (s?.localError && !s.localError.retryable) continue;
+    v.canRetry = !!(s?.content ?? inputs.get(v.task_id) ?? s?.task?.input);
+  }
+  return out;
+}

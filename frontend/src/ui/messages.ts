@@ -1,0 +1,170 @@
+import type { ConversationView, ViewMessage } from '../lib';
+import { attr, h, text } from './dom';
+
+interface Row {
+  el: HTMLElement;
+  body: HTMLElement;
+  meta: HTMLElement;
+  bar: HTMLElement;
+  fill: HTMLElement;
+  error: HTMLElement;
+  cancel: HTMLButtonElement;
+  retry: HTMLButtonElement;
+}
+
+/** A message's identity across the local echo and the server row: its task and role. */
+function keyOf(m: ViewMessage): string {
+  return m.task_id ? `${m.task_id}/${m.role}` : m.id;
+}
+
+/**
+ * The message list: keyed rows patched in place, so streaming text only
+ * touches the one text node that grows. It keeps the view pinned to the
+ * bottom while the user is there, keeps the position steady when older pages
+ * are put in front, and asks for older pages when scrolled to the top.
+ */
+export class MessageList {
+  readonly el: HTMLElement;
+  private readonly inner: HTMLElement;
+  private readonly top: HTMLElement;
+  private readonly empty: HTMLElement;
+  private readonly rows = new Map<string, Row>();
+  private conversation = '';
+
+  constructor(private readonly handlers: { cancel(taskId: string): void; retry(taskId: string): void; older(): void }) {
+    this.top = h('div', { class: 'history-top', 'data-testid': 'history-top' });
+    this.empty = h('div', { class: 'empty', hidden: true }, h('h2', {}, 'How can I help?'), h('p', {}, 'Ask anything. Answers keep going if you refresh, switch tabs or lose the network.'));
+    this.inner = h('div', { class: 'messages-inner' });
+    this.el = h('div', { class: 'messages', 'data-testid': 'message-list', role: 'log', 'aria-label': 'Messages', 'aria-live': 'polite', tabindex: '0' }, this.top, this.empty, this.inner);
+    this.el.addEventListener('scroll', () => {
+      if (this.el.scrollTop < 120) this.handlers.older();
+    });
+    this.inner.addEventListener('click', (ev) => {
+      const b = (ev.target as Element).closest<HTMLButtonElement>('button[data-action]');
+      const task = b?.closest<HTMLElement>('[data-task-id]')?.dataset.taskId;
+      if (!b || !task || b.disabled) return;
+      if (b.dataset.action === 'cancel') this.handlers.cancel(task);
+      else this.handlers.retry(task);
+    });
+  }
+
+  render(v: ConversationView): void {
+    const switched = v.id !== this.conversation;
+    if (switched) {
+      this.conversation = v.id;
+      this.rows.clear();
+      this.inner.replaceChildren();
+    }
+    const nearBottom = this.el.scrollHeight - this.el.scrollTop - this.el.clientHeight < 80;
+    const firstKey = this.inner.firstElementChild ? (this.inner.firstElementChild as HTMLElement).dataset.key : undefined;
+    const heightBefore = this.el.scrollHeight;
+    const topBefore = this.el.scrollTop;
+
+    const seen = new Set<string>();
+    let prev: Element | null = null;
+    for (const m of v.messages) {
+      const key = keyOf(m);
+      seen.add(key);
+      let row = this.rows.get(key);
+      if (!row) {
+        row = this.row(key);
+        this.rows.set(key, row);
+      }
+      this.patch(row, m);
+      const want: Element | null = prev ? prev.nextElementSibling : this.inner.firstElementChild;
+      if (want !== row.el) this.inner.insertBefore(row.el, want);
+      prev = row.el;
+    }
+    for (const [key, row] of this.rows) {
+      if (!seen.has(key)) {
+        row.el.remove();
+        this.rows.delete(key);
+      }
+    }
+
+    this.empty.hidden = !(v.loaded && v.messages.length === 0);
+    attr(this.el, 'aria-busy', v.loaded ? 'false' : 'true');
+    attr(this.top, 'data-state', v.loadingOlder ? 'loading' : v.hasOlder ? 'more' : 'start');
+    text(this.top, v.loadingOlder ? 'Loading earlier messages…' : v.hasOlder ? '' : v.messages.length ? 'Start of conversation' : '');
+
+    const newFirst = this.inner.firstElementChild ? (this.inner.firstElementChild as HTMLElement).dataset.key : undefined;
+    if (switched || nearBottom) {
+      this.el.scrollTop = this.el.scrollHeight;
+    } else if (firstKey !== newFirst) {
+      // Older messages went in front: keep what the user was reading where it was.
+      this.el.scrollTop = topBefore + (this.el.scrollHeight - heightBefore);
+    }
+    // A short conversation cannot scroll; fetch older pages until it can.
+    if (v.loaded && v.hasOlder && !v.loadingOlder && this.el.scrollHeight <= this.el.clientHeight + 120) this.handlers.older();
+  }
+
+  private row(key: string): Row {
+    const body = h('div', { class: 'body', 'data-testid': 'message-content' });
+    const meta = h('div', { class: 'meta' });
+    const fill = h('div', { class: 'fill' });
+    const bar = h('div', { class: 'progress', role: 'progressbar', 'aria-label': 'Answer progress', 'aria-valuemin': '0', 'aria-valuemax': '100', 'data-testid': 'progress', hidden: true }, fill);
+    const error = h('div', { class: 'error', 'data-testid': 'message-error', hidden: true });
+    const cancel = h('button', { type: 'button', class: 'button subtle', 'data-action': 'cancel', 'data-testid': 'cancel-button', hidden: true }, 'Stop');
+    const retry = h('button', { type: 'button', class: 'button', 'data-action': 'retry', 'data-testid': 'retry-button', hidden: true }, 'Retry');
+    const actions = h('div', { class: 'actions' }, cancel, retry);
+    const el = h('article', { class: 'message', 'data-testid': 'message', 'data-key': key }, body, bar, error, h('div', { class: 'footer' }, meta, actions));
+    return { el, body, meta, bar, fill, error, cancel, retry };
+  }
+
+  private patch(r: Row, m: ViewMessage): void {
+    attr(r.el, 'data-id', m.id);
+    attr(r.el, 'data-role', m.role);
+    // User messages have no task status; 'sending' until the server confirmed the submit.
+    attr(r.el, 'data-status', m.role === 'user' ? (m.sending ? 'sending' : 'sent') : m.status);
+    attr(r.el, 'data-task-id', m.task_id);
+    attr(r.el, 'data-local', m.local ? 'true' : null);
+    attr(r.el, 'aria-label', m.role === 'user' ? 'You' : 'Assistant');
+    const generating = m.status === 'generating';
+    text(r.body, m.content);
+    r.body.classList.toggle('streaming', generating);
+    r.body.classList.toggle('waiting', generating && m.content === '');
+    // The bar shows from the first snapshot on, starting at its value, never at 0 by default.
+    r.bar.hidden = !generating;
+    if (generating) {
+      attr(r.bar, 'data-value', m.progress === null ? null : String(m.progress));
+      attr(r.bar, 'aria-valuenow', m.progress === null ? null : String(m.progress));
+      r.bar.classList.toggle('indeterminate', m.progress === null);
+      r.fill.style.width = m.progress === null ? '' : `${m.progress}%`;
+    }
+    const err = m.status === 'failed' ? (m.error ?? 'The answer failed.') : null;
+    r.error.hidden = err === null;
+    if (err !== null) text(r.error, errorText(err));
+    r.cancel.hidden = !generating;
+    r.cancel.disabled = !m.canCancel;
+    text(r.cancel, m.cancelling ? 'Stopping…' : 'Stop');
+    r.retry.hidden = !m.canRetry;
+    text(r.meta, meta(m));
+  }
+}
+
+function meta(m: ViewMessage): string {
+  if (m.role === 'user') return m.sending ? 'Sending…' : '';
+  switch (m.status) {
+    case 'generating':
+      if (m.sending) return 'Sending…';
+      if (m.cancelling) return 'Stopping…';
+      return m.content === '' ? 'Thinking…' : 'Writing…';
+    case 'cancelled':
+      return 'Stopped';
+    case 'failed':
+      return m.attempt && m.attempt > 1 ? `Failed (attempt ${m.attempt})` : 'Failed';
+    default:
+      return m.attempt && m.attempt > 1 ? `Attempt ${m.attempt}` : '';
+  }
+}
+
+function errorText(code: string): string {
+  switch (code) {
+    case 'no_runner':
+      return 'No worker picked up this answer in time.';
+    case 'runner_lost':
+      return 'The worker answering this was lost, repeatedly.';
+    default:
+      return code;
+  }
+}

@@ -1,0 +1,201 @@
+import type { Platform, SocketLike } from '../src/lib/platform';
+import type { KeyValue } from '../src/lib/storage';
+import type { SyncMessage, TabChannel } from '../src/lib/tabsync';
+import type { ClientMessage, ServerMessage, Task } from '../src/lib/protocol';
+
+/** A WebSocket double: records what the client sends, lets a test open, close and push frames. */
+export class FakeSocket implements SocketLike {
+  readyState = 0;
+  sent: ClientMessage[] = [];
+  closedWith: number | null = null;
+  onopen: ((ev: unknown) => void) | null = null;
+  onclose: ((ev: { code: number; reason: string }) => void) | null = null;
+  onmessage: ((ev: { data: unknown }) => void) | null = null;
+  onerror: ((ev: unknown) => void) | null = null;
+  /** Called on every send, before it is recorded (to observe storage at that moment). */
+  onSend: ((msg: ClientMessage) => void) | null = null;
+
+  constructor(readonly url: string) {}
+
+  send(data: string): void {
+    if (this.readyState !== 1) throw new Error('send on a socket that is not open');
+    const msg = JSON.parse(data) as ClientMessage;
+    this.onSend?.(msg);
+    this.sent.push(msg);
+  }
+  close(code = 1000): void {
+    this.closedWith = code;
+    this.readyState = 3;
+  }
+  // test side
+  open(): void {
+    this.readyState = 1;
+    this.onopen?.({});
+  }
+  serverClose(code: number): void {
+    this.readyState = 3;
+    this.onclose?.({ code, reason: '' });
+  }
+  push(...msgs: ServerMessage[]): void {
+    this.onmessage?.({ data: msgs.map((m) => JSON.stringify(m)).join('\n') });
+  }
+  raw(data: string): void {
+    this.onmessage?.({ data });
+  }
+  /** The last sent message of a type. */
+  last<T extends ClientMessage['type']>(type: T): Extract<ClientMessage, { type: T }> {
+    const m = [...this.sent].reverse().find((x) => x.type === type);
+    if (!m) throw new Error(`no ${type} sent; sent: ${JSON.stringify(this.sent)}`);
+    return m as Extract<ClientMessage, { type: T }>;
+  }
+  ofType<T extends ClientMessage['type']>(type: T): Array<Extract<ClientMessage, { type: T }>> {
+    return this.sent.filter((x) => x.type === type) as Array<Extract<ClientMessage, { type: T }>>;
+  }
+}
+
+interface Timer {
+  id: number;
+  at: number;
+  fn: () => void;
+}
+
+/** A platform with a manual clock, fake sockets and switchable network and visibility. */
+export class FakePlatform implements Platform {
+  clock = 1_000_000;
+  sockets: FakeSocket[] = [];
+  isOnline = true;
+  isVisible = true;
+  rand = 0.5;
+  private timers: Timer[] = [];
+  private nextId = 1;
+  private onlineCbs = new Set<(o: boolean) => void>();
+  private visCbs = new Set<(v: boolean) => void>();
+
+  createSocket(url: string): SocketLike {
+    const s = new FakeSocket(url);
+    this.sockets.push(s);
+    return s;
+  }
+  setTimeout(fn: () => void, ms: number): unknown {
+    const t = { id: this.nextId++, at: this.clock + ms, fn };
+    this.timers.push(t);
+    return t.id;
+  }
+  clearTimeout(h: unknown): void {
+    this.timers = this.timers.filter((t) => t.id !== h);
+  }
+  now(): number {
+    return this.clock;
+  }
+  random(): number {
+    return this.rand;
+  }
+  online(): boolean {
+    return this.isOnline;
+  }
+  onOnlineChange(cb: (online: boolean) => void): () => void {
+    this.onlineCbs.add(cb);
+    return () => this.onlineCbs.delete(cb);
+  }
+  visible(): boolean {
+    return this.isVisible;
+  }
+  onVisibilityChange(cb: (visible: boolean) => void): () => void {
+    this.visCbs.add(cb);
+    return () => this.visCbs.delete(cb);
+  }
+  // test side
+  get socket(): FakeSocket {
+    const s = this.sockets[this.sockets.length - 1];
+    if (!s) throw new Error('no socket');
+    return s;
+  }
+  setOnline(v: boolean): void {
+    this.isOnline = v;
+    for (const cb of [...this.onlineCbs]) cb(v);
+  }
+  setVisible(v: boolean): void {
+    this.isVisible = v;
+    for (const cb of [...this.visCbs]) cb(v);
+  }
+  /** Runs the timers due within ms, in time order, advancing the clock. */
+  advance(ms: number): void {
+    const end = this.clock + ms;
+    for (;;) {
+      const due = this.timers.filter((t) => t.at <= end).sort((a, b) => a.at - b.at || a.id - b.id)[0];
+      if (!due) break;
+      this.timers = this.timers.filter((t) => t !== due);
+      this.clock = Math.max(this.clock, due.at);
+      due.fn();
+    }
+    this.clock = end;
+  }
+  /** Delays of the pending timers, relative to now. */
+  pending(): number[] {
+    return this.timers.map((t) => t.at - this.clock).sort((a, b) => a - b);
+  }
+}
+
+/** localStorage double. */
+export class MemoryStorage implements KeyValue {
+  map = new Map<string, string>();
+  getItem(k: string): string | null {
+    return this.map.get(k) ?? null;
+  }
+  setItem(k: string, v: string): void {
+    this.map.set(k, v);
+  }
+  removeItem(k: string): void {
+    this.map.delete(k);
+  }
+}
+
+/** A BroadcastChannel double linking the tabs of one test. */
+export class FakeBus {
+  private members = new Set<FakeChannel>();
+  channel(): FakeChannel {
+    const c = new FakeChannel(this.members);
+    this.members.add(c);
+    return c;
+  }
+}
+export class FakeChannel implements TabChannel {
+  posted: SyncMessage[] = [];
+  private cbs = new Set<(m: SyncMessage) => void>();
+  constructor(private readonly members: Set<FakeChannel>) {}
+  post(msg: SyncMessage): void {
+    this.posted.push(msg);
+    for (const m of this.members) if (m !== this) for (const cb of m.cbs) cb(structuredClone(msg));
+  }
+  listen(cb: (m: SyncMessage) => void): () => void {
+    this.cbs.add(cb);
+    return () => this.cbs.delete(cb);
+  }
+  close(): void {
+    this.members.delete(this);
+  }
+}
+
+let n = 0;
+/** Deterministic UUID-shaped ids. */
+export function seqUUID(): () => string {
+  return () => `00000000-0000-4000-8000-${String(++n).padStart(12, '0')}`;
+}
+
+export function mkTask(over: Partial<Task> = {}): Task {
+  return {
+    id: 't1',
+    conversation_id: 'c1',
+    status: 'running',
+    attempt: 1,
+    seq: 0,
+    progress: 0,
+    input: 'hello',
+    output: '',
+    error: null,
+    result_ref: null,
+    created_at: '2025-01-01T00:00:00Z',
+    updated_at: '2025-01-01T00:00:00Z',
+    ...over,
+  };
+}
