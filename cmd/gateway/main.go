@@ -58,6 +58,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	var c config
 	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	var bad []error
 	env := func(key, def string) string {
 		if v := getenv(key); v != "" {
 			return v
@@ -66,14 +67,20 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	}
 	dur := func(key, def string) time.Duration {
 		d, err := time.ParseDuration(env(key, def))
-		if err != nil {
+		if err != nil || d <= 0 {
+			bad = append(bad, fmt.Errorf("%s=%q is not a positive duration (like 500ms, 15s, 24h)", key, getenv(key)))
 			d, _ = time.ParseDuration(def)
 		}
 		return d
 	}
 	num := func(key string, def float64) float64 {
-		f, err := strconv.ParseFloat(env(key, ""), 64)
+		v := getenv(key)
+		if v == "" {
+			return def
+		}
+		f, err := strconv.ParseFloat(v, 64)
 		if err != nil {
+			bad = append(bad, fmt.Errorf("%s=%q is not a number", key, v))
 			return def
 		}
 		return f
@@ -93,6 +100,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.IntVar(&c.maxAttempts, "max-attempts", int(num("TETHER_MAX_ATTEMPTS", 3)), "attempts before runner_lost (TETHER_MAX_ATTEMPTS)")
 	fs.StringVar(&c.logLevel, "log-level", env("TETHER_LOG_LEVEL", "info"), "debug, info, warn or error (TETHER_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if err := errors.Join(bad...); err != nil {
 		return c, err
 	}
 	if c.databaseURL == "" {

@@ -66,6 +66,8 @@ type wsSession struct {
 	follows map[string]*follower
 
 	closeOnce sync.Once
+	// closeDone is closed when a close handshake started by close() ended.
+	closeDone chan struct{}
 	drainOnce sync.Once
 	// flushed is closed by the writer when, after shutdown began, the queue is empty.
 	flushed  chan struct{}
@@ -77,12 +79,13 @@ func newSession(s *Server, c *websocket.Conn, id identity) *wsSession {
 	ctx, cancel := context.WithCancel(s.ctx)
 	ss := &wsSession{
 		s: s, c: c, id: id,
-		reqs:     make(chan protocol.Request, 64),
-		ctx:      ctx,
-		cancel:   cancel,
-		follows:  map[string]*follower{},
-		flushed:  make(chan struct{}),
-		draining: make(chan struct{}),
+		reqs:      make(chan protocol.Request, 64),
+		ctx:       ctx,
+		cancel:    cancel,
+		follows:   map[string]*follower{},
+		flushed:   make(chan struct{}),
+		draining:  make(chan struct{}),
+		closeDone: make(chan struct{}),
 	}
 	ss.out = newOutbox(s.cfg.QueueBytes, func() {
 		s.metrics.queueDrops.Inc()
@@ -115,6 +118,9 @@ func (ss *wsSession) run() {
 	close(ss.reqs)
 	ss.wg.Wait()
 	ss.stopFollows()
+	// Let a close handshake in progress send its code before the socket goes.
+	ss.closeOnce.Do(func() { close(ss.closeDone) })
+	<-ss.closeDone
 	_ = ss.c.CloseNow()
 }
 
@@ -345,6 +351,7 @@ func (ss *wsSession) close(code websocket.StatusCode, reason string) {
 	ss.closeOnce.Do(func() {
 		ss.out.close()
 		go func() {
+			defer close(ss.closeDone)
 			_ = ss.c.Close(code, reason)
 			ss.cancel()
 		}()
@@ -362,6 +369,7 @@ func (ss *wsSession) shutdown(ctx context.Context) {
 	case <-ctx.Done():
 	}
 	ss.closeOnce.Do(func() {
+		defer close(ss.closeDone)
 		ss.out.close()
 		_ = ss.c.Close(protocol.CloseServiceRestart, "gateway restarting; reconnect")
 		ss.cancel()
