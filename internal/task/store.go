@@ -99,6 +99,9 @@ type RunnerStore interface {
 	Finish(ctx context.Context, f Finish) (Task, error)
 	// Load reads a task regardless of its user (runner and maintenance side).
 	Load(ctx context.Context, taskID string) (Task, error)
+	// Context returns the messages of the task's conversation before the
+	// task's own user message, oldest first: the newest limit of them.
+	Context(ctx context.Context, taskID string, limit int) ([]Message, error)
 }
 
 // Fold advances a stored snapshot with the events the log holds after it;

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tether-dev/tether/internal/natsbus"
+	"github.com/tether-dev/tether/internal/natsbus/natstest"
+	"github.com/tether-dev/tether/internal/postgres"
+	"github.com/tether-dev/tether/internal/postgres/pgtest"
+	"github.com/tether-dev/tether/internal/task"
+)
+
+func getenvFrom(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestRunNeedsDatabaseURL(t *testing.T) {
+	t.Parallel()
+	var stderr bytes.Buffer
+	err := run(context.Background(), nil, getenvFrom(nil), &bytes.Buffer{}, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "DATABASE_URL") || !strings.Contains(err.Error(), "make run") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestRunRejectsBadSettings(t *testing.T) {
+	t.Parallel()
+	for _, env := range []map[string]string{
+		{"DATABASE_URL": "postgres://x", "TETHER_LEASE": "soon"},
+		{"DATABASE_URL": "postgres://x", "TETHER_RUNNER_CONCURRENCY": "0"},
+		{"DATABASE_URL": "postgres://x", "TETHER_ENGINE": "gpt-9"},
+	} {
+		err := run(context.Background(), nil, getenvFrom(env), &bytes.Buffer{}, &bytes.Buffer{})
+		if err == nil {
+			t.Fatalf("env %v: no error", env)
+		}
+	}
+}
+
+func TestRunFailsClearlyWithoutPostgres(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{
+		"DATABASE_URL":           "postgres://postgres@127.0.0.1:1/none?sslmode=disable&connect_timeout=1",
+		"TETHER_CONNECT_TIMEOUT": "300ms",
+	}
+	err := run(context.Background(), nil, getenvFrom(env), &bytes.Buffer{}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "cannot reach Postgres") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestRunFailsClearlyWithoutNATS(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{
+		"DATABASE_URL":           pgtest.URL(t),
+		"NATS_URL":               "nats://127.0.0.1:1",
+		"TETHER_CONNECT_TIMEOUT": "300ms",
+	}
+	err := run(context.Background(), nil, getenvFrom(env), &bytes.Buffer{}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "cannot reach NATS") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// The command end to end: it runs a submitted task to done, and a cancel
+// of its context (SIGTERM) makes it return nil.
+func TestRunRunsATask(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.URL(t)
+	natsURL := natstest.Start(t)
+	env := map[string]string{"DATABASE_URL": dbURL, "NATS_URL": natsURL, "TETHER_RUNNER_ID": "cmd-test"}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var runErr error
+	var stderr syncBuffer
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		runErr = run(ctx, nil, getenvFrom(env), &bytes.Buffer{}, &stderr)
+	}()
+
+	cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer ccancel()
+	own, err := postgres.Open(cctx, dbURL, postgres.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	bus, err := natsbus.Connect(cctx, natsURL, natsbus.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bus.Close()
+	res, err := own.Submit(cctx, task.SubmitRequest{UserID: "u", TaskID: uuid.NewString(),
+		ConversationID: uuid.NewString(), Content: "/stream 3 0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bus.Dispatch(cctx, res.Task.ID, 1); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got, err := own.Load(cctx, res.Task.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status == task.StatusDone {
+			if got.Output != "t1 t2 t3 " {
+				t.Fatalf("output %q", got.Output)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task still %s; runner log:\n%s", got.Status, stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	wg.Wait()
+	if runErr != nil {
+		t.Fatalf("run: %v", runErr)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

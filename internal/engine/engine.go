@@ -1,0 +1,126 @@
+// Package engine holds the engines a runner can run: the deterministic demo
+// engine of PROTOCOL.md section 6 and an OpenAI-compatible one. An
+// engine knows nothing of seq numbers, NATS or Postgres: it writes text and
+// progress to an Output and returns; the runner turns that into events.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/tether-dev/tether/internal/task"
+)
+
+// Engine produces the assistant's answer to one task attempt.
+//
+// Run returns nil when the answer is complete (the task becomes done), an
+// error wrapping *Failure when the engine itself failed (the task becomes
+// failed with Failure.Message), and any other error when it was stopped:
+// once ctx is cancelled the runner alone decides whether that means
+// cancelled or handed back, so Run only has to return promptly.
+type Engine interface {
+	Run(ctx context.Context, in Input, out Output) error
+}
+
+// Input is what an engine answers.
+type Input struct {
+	TaskID  string
+	Content string
+	// History holds the earlier messages of the conversation, oldest first,
+	// for engines that send context to a model. The demo engine ignores it.
+	History []task.Message
+}
+
+// Output receives an engine's answer as it is produced. An error from either
+// method means the runner can take no more (the attempt is being stopped):
+// the engine returns it.
+type Output interface {
+	// Delta appends text to the answer.
+	Delta(text string) error
+	// Progress reports 0..100 and an optional stage. Engines call it only
+	// when the value changes; the runner drops repeats anyway.
+	Progress(percent int, stage string) error
+}
+
+// Failure is an engine's own failure. Message is short and shown to users as
+// the task's error, so it must not carry internal detail.
+type Failure struct {
+	Message string
+}
+
+func (f *Failure) Error() string { return "engine failure: " + f.Message }
+
+// AsFailure returns the *Failure in err's chain, if any.
+func AsFailure(err error) (*Failure, bool) {
+	var f *Failure
+	ok := errors.As(err, &f)
+	return f, ok
+}
+
+// UsageRecorder is an Output that also keeps token usage. Engines that
+// learn it from their model (the OpenAI engine, when the server reports it)
+// call Usage once, when the answer is complete.
+type UsageRecorder interface {
+	Usage(promptTokens, completionTokens int)
+}
+
+// DefaultName is the engine used when none is configured.
+const DefaultName = "demo"
+
+// constructors is the registry of engines by name. Each builds its engine
+// from the environment (getenv) and logs to log.
+var constructors = map[string]func(getenv func(string) string, log *slog.Logger) (Engine, error){
+	"demo": func(func(string) string, *slog.Logger) (Engine, error) { return NewDemo(), nil },
+	"openai": func(getenv func(string) string, log *slog.Logger) (Engine, error) {
+		cfg, err := OpenAIConfigFromEnv(getenv)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Logger = log
+		o, err := NewOpenAI(cfg)
+		if err != nil {
+			return nil, err // not a typed nil *OpenAI in the interface
+		}
+		return o, nil
+	},
+}
+
+// Names lists the known engine names, sorted.
+func Names() []string {
+	names := make([]string, 0, len(constructors))
+	for n := range constructors {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// New returns the engine called name ("" means DefaultName), configured
+// from the process environment and logging to slog.Default().
+func New(name string) (Engine, error) {
+	return FromEnv(name, os.Getenv, nil)
+}
+
+// FromEnv returns the engine called name ("" means DefaultName), configured
+// from getenv (the demo engine reads nothing; openai reads the
+// TETHER_OPENAI_* variables of docs/engines.md). log receives the engine's
+// own log lines; nil means slog.Default().
+func FromEnv(name string, getenv func(string) string, log *slog.Logger) (Engine, error) {
+	if name == "" {
+		name = DefaultName
+	}
+	c, ok := constructors[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown engine %q (known: %s)", name, strings.Join(Names(), ", "))
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	// The constructors' errors already name their engine.
+	return c(getenv, log)
+}

@@ -1,0 +1,155 @@
+// Package maintenance is the background upkeep of PROTOCOL.md section 3:
+// pending tasks nobody claims fail with no_runner, tasks whose runner died
+// are handed to a new attempt (or fail with runner_lost), finished tasks are
+// purged after the idempotency TTL, and pending tasks whose dispatch was lost
+// are dispatched again.
+//
+// A Loop runs in every gateway and every runner process. Many at once are
+// safe: the store decides every change with a conditional update or a row
+// lock (SKIP LOCKED), so each change is made, and its event published, by
+// exactly one of them.
+package maintenance
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/tether-dev/tether/internal/natsbus"
+	"github.com/tether-dev/tether/internal/task"
+)
+
+// Bus is the part of NATS maintenance uses; *natsbus.Bus implements it.
+type Bus interface {
+	// PublishEventSync publishes an event the store numbered and waits for
+	// its acknowledgement.
+	PublishEventSync(ctx context.Context, e task.Event) (streamPos uint64, err error)
+	// PublishUserTask sends the user's "task" event.
+	PublishUserTask(userID string, t task.Task) error
+	// ReadLog returns the logged events of a task with seq > afterSeq, in
+	// order, reading from the stream position fromStreamPos.
+	ReadLog(ctx context.Context, taskID string, afterSeq int64, fromStreamPos uint64) ([]natsbus.Msg, error)
+	// Dispatch asks a runner to run the task's attempt.
+	Dispatch(ctx context.Context, taskID string, attempt int) error
+}
+
+// Loop is one maintenance worker. Its zero-valued fields get defaults in Run.
+type Loop struct {
+	Store task.Maintainer
+	Bus   Bus
+	// Interval between rounds. Default 1s.
+	Interval time.Duration
+	// RedispatchAge is how long a task may stay pending before its dispatch
+	// is sent again (a lost publish, a runner that died before claiming).
+	// JetStream de-duplication and the conditional claim make a repeat
+	// harmless. Default 5s.
+	RedispatchAge time.Duration
+	Logger        *slog.Logger
+}
+
+// Run does a round at once and then every Interval until ctx is done. A
+// failing round is logged and the next one tries again; Run returns nil
+// when ctx is done.
+func (l *Loop) Run(ctx context.Context) error {
+	if l.Store == nil || l.Bus == nil {
+		return errors.New("maintenance: a store and a bus are required")
+	}
+	interval := cmp.Or(l.Interval, time.Second)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		l.Tick(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Tick does one round: expire pending tasks, expire leases, purge, and
+// dispatch again what is still waiting. Each step's failure is logged and
+// does not stop the others.
+func (l *Loop) Tick(ctx context.Context) {
+	log := cmp.Or(l.Logger, slog.Default())
+
+	expired, err := l.Store.ExpirePending(ctx)
+	if err != nil && ctx.Err() == nil {
+		log.Error("maintenance: expire pending tasks", "err", err)
+	}
+	for _, t := range expired {
+		log.Info("task failed: no runner", "task", t.ID, "attempt", t.Attempt, "seq", t.Seq)
+		l.announce(ctx, log, t)
+	}
+
+	handed, err := l.Store.ExpireLeases(ctx, l.fold)
+	if err != nil && ctx.Err() == nil {
+		log.Error("maintenance: expire leases", "err", err)
+	}
+	for _, t := range handed {
+		log.Info("lease expired", "task", t.ID, "attempt", t.Attempt, "seq", t.Seq, "status", t.Status)
+		l.announce(ctx, log, t)
+		if t.Status == task.StatusPending {
+			l.dispatch(ctx, log, t)
+		}
+	}
+
+	purged, err := l.Store.Purge(ctx)
+	if err != nil && ctx.Err() == nil {
+		log.Error("maintenance: purge finished tasks", "err", err)
+	}
+	if purged > 0 {
+		log.Info("purged finished tasks", "count", purged)
+	}
+
+	waiting, err := l.Store.Undispatched(ctx, cmp.Or(l.RedispatchAge, 5*time.Second))
+	if err != nil && ctx.Err() == nil {
+		log.Error("maintenance: find undispatched tasks", "err", err)
+	}
+	for _, t := range waiting {
+		log.Debug("dispatching again", "task", t.ID, "attempt", t.Attempt)
+		l.dispatch(ctx, log, t)
+	}
+}
+
+// announce publishes the status event the store wrote for t (it is in
+// Postgres already) and the user's task event. The status event is retried
+// a few times: its message id makes a repeat harmless, and without it a
+// subscriber would wait for an end that is only in Postgres.
+func (l *Loop) announce(ctx context.Context, log *slog.Logger, t task.Task) {
+	e := task.StatusEvent(t)
+	var err error
+	for i := range 3 {
+		if _, err = l.Bus.PublishEventSync(ctx, e); err == nil || ctx.Err() != nil {
+			break
+		}
+		if !sleep(ctx, time.Duration(i+1)*100*time.Millisecond) {
+			break
+		}
+	}
+	if err != nil {
+		log.Error("publish status event", "task", t.ID, "seq", t.Seq, "status", t.Status, "err", err)
+	}
+	if err := l.Bus.PublishUserTask(t.UserID, t); err != nil {
+		log.Warn("publish user task event", "task", t.ID, "err", err)
+	}
+}
+
+func (l *Loop) dispatch(ctx context.Context, log *slog.Logger, t task.Task) {
+	if err := l.Bus.Dispatch(ctx, t.ID, t.Attempt); err != nil && ctx.Err() == nil {
+		log.Error("dispatch task", "task", t.ID, "attempt", t.Attempt, "err", err)
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -1,0 +1,138 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tether-dev/tether/internal/engine"
+	"github.com/tether-dev/tether/internal/task"
+)
+
+// engineErrorMessage is the task error for an engine that failed without a
+// Failure of its own: its detail is logged, never shown.
+const engineErrorMessage = "engine error"
+
+// end writes the attempt's outcome: Postgres first (Finish, with the last
+// batch), then the terminal status event and the user's task event. A
+// silent stop (fenced, lease lapsed, publish failure, abandoned) writes
+// nothing at all.
+func (a *attempt) end(runErr error) {
+	var cause error
+	if a.ctx.Err() != nil {
+		cause = context.Cause(a.ctx)
+	}
+	if silent(cause) {
+		a.log.Warn("attempt stopped without finishing", "reason", cause, "seq", a.lastSeq())
+		return
+	}
+	f := task.Finish{Status: task.StatusDone}
+	var failure *engine.Failure
+	switch {
+	case runErr == nil:
+	case errors.As(runErr, &failure):
+		f.Status, f.Error = task.StatusFailed, &failure.Message
+	case errors.Is(cause, errCancel):
+		f.Status = task.StatusCancelled
+	default:
+		msg := engineErrorMessage
+		f.Status, f.Error = task.StatusFailed, &msg
+		a.log.Error("engine error", "err", runErr)
+	}
+
+	// The snapshotter has stopped: the last batch is everything after the
+	// stored snapshot, and its events are all on the current publisher or
+	// already flushed.
+	a.mu.Lock()
+	pub := a.cutLocked()
+	f.Snapshot = a.snapshotLocked()
+	f.Snapshot.Seq = a.seq + 1 // the terminal status event's
+	a.mu.Unlock()
+	pos, err := a.flushCut(pub)
+	if err != nil {
+		a.log.Error("flush before finish; stopping without finishing", "seq", f.Seq-1, "err", err)
+		return
+	}
+	f.StreamPos = pos
+
+	finished, ok := a.finish(f)
+	if !ok {
+		return
+	}
+	if finished.Seq != f.Seq {
+		a.log.Error("store finished at an unexpected seq", "seq", f.Seq, "stored_seq", finished.Seq)
+	}
+	a.publishTerminal(task.StatusEvent(finished))
+	a.publishUserTask(finished)
+	a.log.Info("attempt finished", "status", finished.Status, "seq", finished.Seq, "snapshots", a.snapshots)
+}
+
+// finish writes f, switching to cancelled when the store says a cancel was
+// requested, and retrying store errors while the lease is held.
+func (a *attempt) finish(f task.Finish) (task.Task, bool) {
+	wait := 100 * time.Millisecond
+	for {
+		t, err := a.r.store.Finish(a.io, f)
+		switch {
+		case err == nil:
+			return t, true
+		case errors.Is(err, task.ErrCancelRequested) && f.Status != task.StatusCancelled:
+			f.Status, f.Error = task.StatusCancelled, nil
+			continue
+		case errors.Is(err, task.ErrFenced), errors.Is(err, task.ErrSeqMismatch),
+			task.ErrorCode(err) == task.CodeNotFound:
+			a.log.Warn("finish refused: stopping without publishing", "seq", f.Seq, "err", err)
+			return task.Task{}, false
+		}
+		if !a.leaseValid() || a.io.Err() != nil {
+			a.log.Error("finish failed and the lease is gone: leaving the task to maintenance", "seq", f.Seq, "err", err)
+			return task.Task{}, false
+		}
+		a.log.Warn("finish failed, retrying", "seq", f.Seq, "err", err)
+		if !sleep(a.io, wait) {
+			return task.Task{}, false
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
+// publishTerminal publishes the status event that ends the attempt and
+// waits for its acknowledgement, retrying a few times: the event id makes a
+// repeat harmless.
+func (a *attempt) publishTerminal(e task.Event) {
+	wait := 100 * time.Millisecond
+	var err error
+	for range 5 {
+		pub := a.r.bus.NewPublisher()
+		if err = pub.Publish(e); err == nil {
+			if _, err = pub.Flush(a.io); err == nil {
+				return
+			}
+		}
+		a.log.Warn("publish terminal status, retrying", "seq", e.Seq, "err", err)
+		if !sleep(a.io, wait) {
+			break
+		}
+		wait *= 2
+	}
+	a.log.Error("terminal status is in Postgres but not in the log", "seq", e.Seq, "err", fmt.Errorf("publish: %w", err))
+}
+
+func (a *attempt) lastSeq() int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.seq
+}
+
+// sleep waits d unless ctx ends first; it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

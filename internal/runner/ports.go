@@ -1,0 +1,60 @@
+package runner
+
+import (
+	"context"
+
+	"github.com/tether-dev/tether/internal/task"
+)
+
+// The runner depends on these small interfaces, not on Postgres or NATS, so
+// that only cmd/runner knows the concrete store and bus.
+
+// Store is the part of the source of truth a runner writes: every write is
+// fenced by the attempt it holds.
+type Store interface {
+	Claim(ctx context.Context, c task.Claim) (task.Task, error)
+	Heartbeat(ctx context.Context, taskID string, attempt int) (cancelRequested bool, err error)
+	SaveSnapshot(ctx context.Context, s task.Snapshot) error
+	Finish(ctx context.Context, f task.Finish) (task.Task, error)
+	// Context is the conversation before the task, for engines that send it to a model.
+	Context(ctx context.Context, taskID string, limit int) ([]task.Message, error)
+}
+
+var _ Store = (task.RunnerStore)(nil)
+
+// Dispatch asks a runner to run a task.
+type Dispatch struct {
+	TaskID  string
+	Attempt int
+}
+
+// Bus is the part of NATS a runner uses.
+type Bus interface {
+	// Consume hands dispatches to handle, at most capacity at a time,
+	// pulling one only when a slot is free. handle decides quickly: a nil
+	// error acknowledges the dispatch (claimed, or nobody's to run any
+	// more), an error has it delivered again later. A non-nil run is the
+	// attempt itself, run in the same slot after the acknowledgement. When
+	// ctx is done Consume pulls nothing more, waits for handlers and runs,
+	// and returns; the ctx handlers get is not cancelled by it.
+	Consume(ctx context.Context, capacity int, handle func(ctx context.Context, d Dispatch) (run func(), err error)) error
+	// LastSeq is the seq of the last event in the task's log (0 if none),
+	// so a claim numbers its events after anything a dead runner published.
+	LastSeq(ctx context.Context, taskID string) (int64, error)
+	// NewPublisher returns a publisher for the events of one attempt.
+	NewPublisher() Publisher
+	// PublishUserTask sends the user's "task" event (PROTOCOL.md section 4).
+	PublishUserTask(userID string, t task.Task) error
+	// SubscribeCancels calls fn with the task id of every cancel request,
+	// until unsubscribe is called.
+	SubscribeCancels(fn func(taskID string)) (unsubscribe func() error, err error)
+}
+
+// Publisher publishes the events of one attempt to the task's log, in order.
+type Publisher interface {
+	// Publish sends e without waiting for its acknowledgement.
+	Publish(e task.Event) error
+	// Flush waits until every event published so far is acknowledged and
+	// returns the stream position of the last one.
+	Flush(ctx context.Context) (streamPos uint64, err error)
+}

@@ -1,0 +1,170 @@
+// Package runner claims dispatched tasks, runs an engine on them under a
+// lease, and publishes what the engine writes as numbered events, with
+// batched snapshots and every status change in Postgres first.
+//
+// Order of writes for one attempt (DESIGN.md "Dispatch and leases"):
+//
+//  1. read the last seq of the task's log, Claim in Postgres (running, seq
+//     after that), then publish the running status and the user's task event;
+//  2. publish each delta/progress asynchronously with the next seq; for each
+//     batch (see Config), wait for its acks, then SaveSnapshot with the
+//     stream position of its last event, off the engine's path;
+//  3. flush, Finish in Postgres with the last batch, then publish the
+//     terminal status and the user's task event. Nothing of the attempt is
+//     published after that.
+//
+// A fenced attempt (its lease lost, or the task finished by someone else)
+// publishes and writes nothing more.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/tether-dev/tether/internal/task"
+)
+
+// Runner runs dispatched tasks. Create it with New; Run it once.
+type Runner struct {
+	cfg   Config
+	store Store
+	bus   Bus
+	log   *slog.Logger
+
+	mu       sync.Mutex
+	inflight map[string]*attempt // by task id, for cancel routing
+}
+
+// New returns a runner; cfg's zero fields get their defaults.
+func New(cfg Config, store Store, bus Bus) (*Runner, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if store == nil || bus == nil {
+		return nil, errors.New("runner: a store and a bus are required")
+	}
+	return &Runner{
+		cfg:      cfg,
+		store:    store,
+		bus:      bus,
+		log:      cfg.Logger.With("runner", cfg.ID),
+		inflight: make(map[string]*attempt),
+	}, nil
+}
+
+// ID is the runner id written with its leases.
+func (r *Runner) ID() string { return r.cfg.ID }
+
+// errAbandoned stops attempts still running DrainTimeout after shutdown.
+var errAbandoned = errors.New("abandoned at shutdown")
+
+// Run takes work until ctx is cancelled, then drains: it pulls nothing new,
+// lets in-flight attempts run for up to DrainTimeout, and abandons the rest
+// without any further write or publish (their lease expires and maintenance
+// hands them to another runner as a new attempt). It returns when every
+// attempt has stopped.
+func (r *Runner) Run(ctx context.Context) error {
+	unsubscribe, err := r.bus.SubscribeCancels(r.routeCancel)
+	if err != nil {
+		return fmt.Errorf("runner %s: subscribe to cancels: %w", r.cfg.ID, err)
+	}
+	defer func() {
+		if err := unsubscribe(); err != nil {
+			r.log.Warn("unsubscribe from cancels", "err", err)
+		}
+	}()
+
+	// work outlives ctx by up to DrainTimeout: it is what attempts run under.
+	work, abandon := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer abandon(nil)
+	var attempts sync.WaitGroup
+	drained := make(chan struct{})
+	go func() {
+		select {
+		case <-drained:
+			return
+		case <-ctx.Done():
+		}
+		t := time.NewTimer(r.cfg.DrainTimeout)
+		defer t.Stop()
+		select {
+		case <-drained:
+		case <-t.C:
+			r.log.Warn("drain timeout: abandoning attempts still running", "timeout", r.cfg.DrainTimeout)
+			abandon(errAbandoned)
+		}
+	}()
+
+	r.log.Info("runner started", "concurrency", r.cfg.Concurrency, "lease", r.cfg.Lease)
+	consumeErr := r.bus.Consume(ctx, r.cfg.Concurrency, func(_ context.Context, d Dispatch) (func(), error) {
+		attempts.Add(1)
+		a, err := r.claim(work, d)
+		if a == nil {
+			attempts.Done()
+			return nil, err
+		}
+		return func() { defer attempts.Done(); r.runAttempt(a) }, nil
+	})
+	attempts.Wait()
+	close(drained)
+	if consumeErr != nil && ctx.Err() == nil {
+		return fmt.Errorf("runner %s: consume dispatches: %w", r.cfg.ID, consumeErr)
+	}
+	r.log.Info("runner stopped")
+	return nil
+}
+
+// routeCancel delivers a cancel request to the attempt running that task
+// in this process, if any.
+func (r *Runner) routeCancel(taskID string) {
+	r.mu.Lock()
+	a := r.inflight[taskID]
+	r.mu.Unlock()
+	if a != nil {
+		a.stop(errCancel)
+	}
+}
+
+// claim reads the last seq of the task's log and claims the task after it.
+// A task that is nobody's to run any more gives (nil, nil): the dispatch is
+// spent. A store or bus failure gives an error: the dispatch comes back.
+func (r *Runner) claim(ctx context.Context, d Dispatch) (*attempt, error) {
+	log := r.log.With("task", d.TaskID)
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("runner %s: shutting down", r.cfg.ID)
+	}
+	lastSeq, err := r.bus.LastSeq(ctx, d.TaskID)
+	if err != nil {
+		return nil, fmt.Errorf("runner %s: %w", r.cfg.ID, err)
+	}
+	claimed, err := r.store.Claim(ctx, task.Claim{TaskID: d.TaskID, RunnerID: r.cfg.ID, LastSeq: lastSeq})
+	switch {
+	case errors.Is(err, task.ErrNotClaimable), task.ErrorCode(err) == task.CodeNotFound:
+		log.Debug("dispatch dropped: task not claimable", "dispatch_attempt", d.Attempt, "err", err)
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("runner %s: %w", r.cfg.ID, err)
+	}
+	a := newAttempt(r, ctx, claimed, log)
+	r.mu.Lock()
+	r.inflight[claimed.ID] = a
+	r.mu.Unlock()
+	return a, nil
+}
+
+// runAttempt runs a claimed attempt to its end.
+func (r *Runner) runAttempt(a *attempt) {
+	defer func() {
+		r.mu.Lock()
+		if r.inflight[a.claimed.ID] == a {
+			delete(r.inflight, a.claimed.ID)
+		}
+		r.mu.Unlock()
+	}()
+	a.run()
+}
