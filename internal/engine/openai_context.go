@@ -1,0 +1,100 @@
+package engine
+
+import (
+	"slices"
+
+	"github.com/tether-dev/tether/internal/task"
+)
+
+// chatMessage is one entry of a chat completions request's messages.
+type chatMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// messageOverheadTokens is what a message costs beyond its text (role and
+// separators in the model's chat template); OpenAI documents about 4.
+const messageOverheadTokens = 4
+
+// estimateTokens is a tokenizer-free estimate of a text's tokens: one per 4
+// bytes, rounded up, plus the per-message overhead. English averages about
+// 4 characters a token; most other scripts take more bytes per character,
+// so the estimate stays on the safe side for them too.
+func estimateTokens(s string) int {
+	return (len(s)+3)/4 + messageOverheadTokens
+}
+
+// buildMessages assembles what the model sees for one task: the system
+// prompt (if any) first, then the newest complete exchanges of history that
+// fit in budget estimated tokens, then the current user message last.
+//
+// An exchange is a user message immediately followed by a usable assistant
+// answer (non-empty, not failed, cancelled or still generating). A user
+// message whose answer is unusable is left out with it, so the model sees
+// strictly alternating turns (some chat templates, served by vLLM for
+// example, reject two user turns in a row) and never a question it was
+// not shown the answer to. Messages of the current task (its own user
+// message and answer placeholder, should the caller include them) are
+// ignored, since the current message is always added last. Exchanges are
+// kept newest first and the first one that does not fit ends the history,
+// so what is sent is always a contiguous, most recent stretch. A budget
+// <= 0 sends no history. The system prompt and the current message are
+// always sent, whatever their size.
+func buildMessages(system string, history []task.Message, currentTaskID, current string, budget int) []chatMessage {
+	type exchange struct{ user, assistant string }
+	var all []exchange
+	for i := 0; i+1 < len(history); i++ {
+		u, a := history[i], history[i+1]
+		if u.Role != task.RoleUser || a.Role != task.RoleAssistant ||
+			ofTask(u, currentTaskID) || ofTask(a, currentTaskID) || !usableAnswer(a) {
+			continue
+		}
+		all = append(all, exchange{u.Content, a.Content})
+		i++
+	}
+
+	var kept []exchange
+	used := 0
+	for _, ex := range slices.Backward(all) {
+		cost := estimateTokens(ex.user) + estimateTokens(ex.assistant)
+		if used+cost > budget {
+			break
+		}
+		used += cost
+		kept = append(kept, ex)
+	}
+	slices.Reverse(kept)
+
+	msgs := make([]chatMessage, 0, 2+2*len(kept))
+	if system != "" {
+		msgs = append(msgs, chatMessage{Role: "system", Content: system})
+	}
+	for _, ex := range kept {
+		msgs = append(msgs,
+			chatMessage{Role: string(task.RoleUser), Content: ex.user},
+			chatMessage{Role: string(task.RoleAssistant), Content: ex.assistant})
+	}
+	return append(msgs, chatMessage{Role: string(task.RoleUser), Content: current})
+}
+
+// ofTask reports whether m belongs to the task with id (never for "").
+func ofTask(m task.Message, id string) bool {
+	return id != "" && m.TaskID != nil && *m.TaskID == id
+}
+
+// usableAnswer reports whether an assistant message is a finished answer
+// worth showing the model again: a failed or cancelled answer is partial,
+// and a generating one is empty or in flight.
+func usableAnswer(m task.Message) bool {
+	if m.Content == "" {
+		return false
+	}
+	if m.Status == nil {
+		return true
+	}
+	switch *m.Status {
+	case string(task.StatusFailed), string(task.StatusCancelled), task.MessageGenerating:
+		return false
+	}
+	return true
+}
