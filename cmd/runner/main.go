@@ -45,6 +45,7 @@ type options struct {
 	pendingTimeout   time.Duration
 	idempotencyTTL   time.Duration
 	maxAttempts      int
+	resultInlineMax  int
 	concurrency      int
 	id               string
 	drainTimeout     time.Duration
@@ -98,6 +99,8 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	}{
 		{&o.maxAttempts, "max-attempts", "TETHER_MAX_ATTEMPTS", "3", "attempts before a task fails with runner_lost"},
 		{&o.concurrency, "concurrency", "TETHER_RUNNER_CONCURRENCY", "8", "tasks run at once"},
+		{&o.resultInlineMax, "result-inline-max", "TETHER_RESULT_INLINE_MAX", "1048576",
+			"bytes of output kept in the task; a larger answer is stored as a result_ref; -1 = never"},
 	}
 	for _, n := range ints {
 		v, perr := strconv.Atoi(env(n.env, n.def))
@@ -179,7 +182,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // together with its database waits for it instead of failing at once.
 func openStore(ctx context.Context, o options, log *slog.Logger) (*postgres.Store, error) {
 	cfg := postgres.Config{IdempotencyTTL: o.idempotencyTTL, PendingTimeout: o.pendingTimeout,
-		Lease: o.lease, MaxAttempts: o.maxAttempts}
+		Lease: o.lease, MaxAttempts: o.maxAttempts, ResultInlineMax: o.resultInlineMax}
 	deadline := time.Now().Add(o.connectTimeout)
 	wait := 100 * time.Millisecond
 	for {

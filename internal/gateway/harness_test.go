@@ -46,12 +46,12 @@ type env struct {
 }
 
 type envOptions struct {
-	gateway    gateway.Config
-	runner     runner.Config
-	noRunner   bool
-	wrapStore  func(*env, task.Store) task.Store
-	anonymous  bool
-	storeClock func() time.Time
+	gateway   gateway.Config
+	runner    runner.Config
+	noRunner  bool
+	wrapStore func(*env, task.Store) task.Store
+	anonymous bool
+	store     postgres.Config
 }
 
 func quietLogger() *slog.Logger {
@@ -67,7 +67,7 @@ func setup(t testing.TB, opts ...func(*envOptions)) *env {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 
-	store := pgtest.New(t, postgres.Config{Now: o.storeClock})
+	store := pgtest.New(t, o.store)
 	bus, err := natsbus.Connect(ctx, natstest.Start(t), natsbus.Config{Name: t.Name()})
 	if err != nil {
 		t.Fatalf("connect nats: %v", err)
@@ -165,6 +165,13 @@ type wireTask struct {
 	Input          string  `json:"input"`
 	Output         *string `json:"output"`
 	Error          *string `json:"error"`
+}
+
+// raw2 returns one top-level field of the message as raw JSON.
+func (f frame) field(name string) json.RawMessage {
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal([]byte(f.raw), &m)
+	return m[name]
 }
 
 // tab is a WebSocket client that splits frames into messages.

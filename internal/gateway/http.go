@@ -192,10 +192,13 @@ func (s *Server) getMessages(w http.ResponseWriter, r *http.Request, user string
 	}{msgs, nullable(next)})
 }
 
-// getResult serves stored large results. Tasks have no out-of-row results
-// yet (the openai engine brings them), so every ref is unknown.
+// getResult serves an output too large for its task (result_ref).
 func (s *Server) getResult(w http.ResponseWriter, r *http.Request, user string) error {
-	return task.Errorf(task.CodeNotFound, "no such result")
+	res, err := s.store.Result(r.Context(), user, r.PathValue("ref"))
+	if err != nil {
+		return err
+	}
+	return writeValue(w, http.StatusOK, res)
 }
 
 // decodeBody reads a JSON request body and validates it exactly as the

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -70,7 +71,8 @@ func TestHTTP(t *testing.T) {
 		{"GET", "/v1/conversations?limit=0", nil, 400, "invalid"},
 		{"GET", "/v1/conversations?before=garbage", nil, 400, "invalid"},
 		{"GET", "/v1/conversations/" + newID() + "/messages", nil, 404, "not_found"},
-		{"GET", "/v1/results/anything", nil, 404, "not_found"},
+		{"GET", "/v1/results/anything", nil, 400, "invalid"},
+		{"GET", "/v1/results/" + newID(), nil, 404, "not_found"},
 		{"GET", "/v1/nothing-here", nil, 404, "not_found"},
 	}
 	for _, b := range bad {
@@ -86,6 +88,42 @@ func TestHTTP(t *testing.T) {
 			continue
 		}
 		resp.Body.Close()
+	}
+}
+
+// TestLargeResult: an answer over the inline limit ends with an empty output
+// and a result_ref whose result is the exact answer, for its owner only.
+func TestLargeResult(t *testing.T) {
+	t.Parallel()
+	e := setup(t, func(o *envOptions) { o.store.ResultInlineMax = 100 })
+	tb := e.dial("pia")
+	taskID, convID := newID(), newID()
+	f := &follower{taskID: taskID}
+	f.apply(tb.submit(taskID, convID, "/stream 50 0"))
+	var last frame
+	for {
+		last = tb.next()
+		if f.apply(last) {
+			break
+		}
+	}
+	var ref string
+	if err := json.Unmarshal(last.field("result_ref"), &ref); err != nil || ref == "" {
+		t.Fatalf("terminal status without result_ref: %s", last.raw)
+	}
+	if f.output != streamOutput(50) {
+		t.Fatalf("live output %q", f.output)
+	}
+	snap := tb.call(map[string]any{"type": "subscribe", "task_id": taskID})
+	if *snap.Task.Output != "" || !strings.Contains(snap.raw, ref) {
+		t.Fatalf("snapshot of a spilled task: %s", snap.raw)
+	}
+	code, res := e.httpDo("GET", "/v1/results/"+ref, "pia", nil)
+	if code != http.StatusOK || res["content"] != streamOutput(50) || res["task_id"] != taskID {
+		t.Fatalf("GET result: %d %v", code, res)
+	}
+	if code, _ := e.httpDo("GET", "/v1/results/"+ref, "quinn", nil); code != http.StatusNotFound {
+		t.Fatalf("another user's result: %d", code)
 	}
 }
 

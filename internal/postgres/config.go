@@ -28,6 +28,11 @@ type Config struct {
 	// use the same key; the default is a fixed key, which keeps cursors
 	// tamper-evident but not secret.
 	CursorKey []byte
+	// ResultInlineMax is the largest output kept in the task row. A finished
+	// output over it is moved to a stored result (result_ref, fetched with
+	// GET /v1/results/{ref}) and the task's output is emptied, so snapshots
+	// stay small. Default 1 MiB, above any demo answer; negative = never.
+	ResultInlineMax int
 }
 
 // defaultCursorKey is shared by every process that is not configured, so a
@@ -40,6 +45,7 @@ func (c Config) withDefaults() (Config, error) {
 	c.PendingTimeout = cmp.Or(c.PendingTimeout, 60*time.Second)
 	c.Lease = cmp.Or(c.Lease, 15*time.Second)
 	c.MaxAttempts = cmp.Or(c.MaxAttempts, 3)
+	c.ResultInlineMax = cmp.Or(c.ResultInlineMax, 1<<20)
 	if c.Now == nil {
 		c.Now = time.Now
 	}

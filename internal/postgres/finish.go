@@ -28,6 +28,10 @@ func (s *Store) Finish(ctx context.Context, f task.Finish) (task.Task, error) {
 			return err
 		}
 		finished, err = finish(ctx, tx, r, f, now)
+		if err != nil {
+			return err
+		}
+		finished, err = spillResult(ctx, tx, finished, s.cfg.ResultInlineMax, now)
 		return err
 	})
 	if err != nil {

@@ -52,6 +52,8 @@ type Store interface {
 	History(ctx context.Context, userID, conversationID string, p Page) ([]Message, string, error)
 	// Conversations returns the user's conversations, newest activity first.
 	Conversations(ctx context.Context, userID string, p Page) ([]Conversation, string, error)
+	// Result returns a stored result named by a task's result_ref.
+	Result(ctx context.Context, userID, ref string) (Result, error)
 }
 
 // Claim asks to run a task.

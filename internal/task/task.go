@@ -152,3 +152,10 @@ type Conversation struct {
 	UpdatedAt    time.Time `json:"updated_at"`
 	ActiveTaskID *string   `json:"active_task_id"`
 }
+
+// Result is an output too large to keep in its task (result_ref).
+type Result struct {
+	Ref     string `json:"ref"`
+	TaskID  string `json:"task_id"`
+	Content string `json:"content"`
+}
