@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -52,6 +53,9 @@ type envOptions struct {
 	wrapStore func(*env, task.Store) task.Store
 	anonymous bool
 	store     postgres.Config
+	// tinySocketBuffers shrinks the kernel's socket buffers of the gateway's
+	// connections, so a tab that stops reading fills its outbox quickly.
+	tinySocketBuffers bool
 }
 
 func quietLogger() *slog.Logger {
@@ -108,7 +112,11 @@ func setup(t testing.TB, opts ...func(*envOptions)) *env {
 		t.Fatalf("gateway: %v", err)
 	}
 	env.gw = gw
-	env.srv = httptest.NewServer(gw.Handler())
+	env.srv = httptest.NewUnstartedServer(gw.Handler())
+	if o.tinySocketBuffers {
+		env.srv.Listener = tinyBuffers{env.srv.Listener}
+	}
+	env.srv.Start()
 	t.Cleanup(func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -117,6 +125,28 @@ func setup(t testing.TB, opts ...func(*envOptions)) *env {
 	})
 	return env
 }
+
+// tinyBuffers is a listener whose connections have 4 KiB send buffers.
+type tinyBuffers struct{ net.Listener }
+
+func (l tinyBuffers) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(4096)
+	}
+	return c, err
+}
+
+// tinyReadClient dials with 4 KiB receive buffers.
+var tinyReadClient = &http.Client{Transport: &http.Transport{
+	DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetReadBuffer(4096)
+		}
+		return c, err
+	},
+}}
 
 // token makes a JWT for user, valid for d.
 func (e *env) token(user string, d time.Duration) string {
@@ -213,9 +243,13 @@ func (e *env) dialURL(url string, h http.Header) (*tab, *http.Response, error) {
 
 // connect dials without starting the tab's reader.
 func (e *env) connect(url string, h http.Header) (*tab, *http.Response, error) {
+	return e.connectWith(url, h, nil)
+}
+
+func (e *env) connectWith(url string, h http.Header, client *http.Client) (*tab, *http.Response, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: h})
+	c, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: h, HTTPClient: client})
 	if err != nil {
 		return nil, resp, err
 	}

@@ -267,11 +267,17 @@ func TestIdleTabSeesTaskEvents(t *testing.T) {
 // resubscribe is exact.
 func TestSlowTabClosed1013(t *testing.T) {
 	t.Parallel()
-	e := setup(t, func(o *envOptions) { o.gateway.QueueBytes = 1 << 20 })
+	// A write timeout longer than the test: the tab must be dropped for its
+	// full queue (1013), not for a stalled write, however slow the machine.
+	e := setup(t, func(o *envOptions) {
+		o.gateway.QueueBytes = 1 << 20
+		o.gateway.WriteTimeout = 10 * time.Minute
+		o.tinySocketBuffers = true
+	})
 	taskID, convID := newID(), newID()
 	start := time.Now()
 	slow := e.dialSlow("jo")
-	slow.send(map[string]any{"type": "submit", "task_id": taskID, "conversation_id": convID, "content": "/stream 100000 0"})
+	slow.send(map[string]any{"type": "submit", "task_id": taskID, "conversation_id": convID, "content": "/stream 40000 0"})
 	// Wait until the gateway gave up on the tab; then read what it sent.
 	waitFor(t, "the gateway to drop the slow tab", func() bool { return e.metric("tether_gateway_queue_drops_total") >= 1 })
 	t.Logf("dropped after %v", time.Since(start))
@@ -285,7 +291,7 @@ func TestSlowTabClosed1013(t *testing.T) {
 	for !f.apply(tb.next()) {
 	}
 	t.Logf("resubscribed to the end after %v", time.Since(start))
-	if f.output != streamOutput(100000) || f.gaps+f.repeats != 0 {
+	if f.output != streamOutput(40000) || f.gaps+f.repeats != 0 {
 		t.Fatalf("resubscribe: %d bytes, %d gaps, %d repeats", len(f.output), f.gaps, f.repeats)
 	}
 }
@@ -293,7 +299,7 @@ func TestSlowTabClosed1013(t *testing.T) {
 // dialSlow opens a tab that does not read until the test starts its reader.
 func (e *env) dialSlow(user string) *tab {
 	e.t.Helper()
-	tb, _, err := e.connect(e.wsURL(), http.Header{"Authorization": {"Bearer " + e.token(user, time.Hour)}})
+	tb, _, err := e.connectWith(e.wsURL(), http.Header{"Authorization": {"Bearer " + e.token(user, time.Hour)}}, tinyReadClient)
 	if err != nil {
 		e.t.Fatal(err)
 	}
