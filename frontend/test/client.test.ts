@@ -183,6 +183,20 @@ describe('TetherClient restore', () => {
     expect(last().messages[1]).toMatchObject({ status: 'done', content: 'full answer' });
   });
 
+  it('reloads history for an answer too large for its snapshot (result_ref)', async () => {
+    const { p, started, last } = setup({ storage: saved({ active: 'tA' }) });
+    p.socket.open();
+    // History was read while the answer was still generating ...
+    answerHistory(p, pair('tA', 1, 'generating', ''));
+    p.socket.push({ type: 'snapshot', req: req(p, 'subscribe').req, task: mkTask({ id: 'tA', status: 'done', seq: 9, output: '', result_ref: 'r1' }) });
+    await started;
+    // ... so the finished snapshot, whose text is out of row, asks for it again.
+    expect(p.socket.ofType('history').length).toBeGreaterThanOrEqual(2);
+    answerHistory(p, pair('tA', 1, 'done', 'a very long answer'));
+    await tick();
+    expect(last().messages[1]).toMatchObject({ status: 'done', content: 'a very long answer' });
+  });
+
   it('shows a failed task with its error and a retry that re-submits the same id', async () => {
     const { p, client, started, last, storage } = setup({ storage: saved({ active: 'tA' }) });
     p.socket.open();

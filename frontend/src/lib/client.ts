@@ -438,6 +438,9 @@ export class TetherClient {
       if (task.conversation_id === this.convId && !this.shows(id)) this.clearWhenShown.add(id);
       else this.pointers.clearActive(id);
     }
+    // An answer too large for the snapshot (result_ref, empty output) is whole
+    // in its history message: make sure the page shown has it.
+    if (task.result_ref && task.output === '' && task.conversation_id === this.convId) void this.loadNewest();
     const r = applyTask(this.convList, task);
     if (r.known) {
       this.convList = r.list;
