@@ -119,6 +119,8 @@ func (w *terminalWatch) sendSnapshot(t task.Task, _ []byte) bool {
 	return true
 }
 
+func (w *terminalWatch) waitRoom(context.Context) {}
+
 func (w *terminalWatch) sendEvent(m Msg) bool {
 	if m.Event.Terminal() {
 		close(w.done)

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tether-dev/tether/internal/task"
@@ -15,6 +16,10 @@ type sink interface {
 	// (submitted or snapshot) or nil for an unsolicited resync snapshot.
 	sendSnapshot(t task.Task, reply []byte) bool
 	sendEvent(m Msg) bool
+	// waitRoom blocks until the sink has taken most of what is queued (or ctx
+	// ends). A catch-up waits on it between batches, so replaying a long log
+	// to a tab that reads is never mistaken for a tab that does not.
+	waitRoom(ctx context.Context)
 }
 
 // follower implements the resume rule of DESIGN.md for one sink following
@@ -36,6 +41,9 @@ type follower struct {
 	cancel context.CancelFunc
 
 	detach sync.Once
+	// started: the follower delivered a snapshot or resumed, so its task is
+	// worth keeping warm after it leaves.
+	started atomic.Bool
 
 	mu      sync.Mutex
 	done    bool
@@ -49,6 +57,7 @@ type follower struct {
 // reads the log, and how long it waits for the log to hold an event it has
 // seen live before it gives up and resyncs from a snapshot.
 const (
+	catchUpBatch    = 256
 	maxFollowBuffer = 1 << 16
 	fillRetries     = 8
 	fillRetryDelay  = 25 * time.Millisecond
@@ -67,6 +76,7 @@ func (f *follower) start(t task.Task, reply []byte) {
 		f.mu.Unlock()
 		return
 	}
+	f.started.Store(true)
 	f.last, f.pos = t.Seq, t.StreamPos
 	if !f.sink.sendSnapshot(t, reply) {
 		f.done = true
@@ -83,6 +93,7 @@ func (f *follower) startAt(lastSeq int64) {
 		f.mu.Unlock()
 		return
 	}
+	f.started.Store(true)
 	f.last, f.pos = lastSeq, 0
 	f.mu.Unlock()
 	f.catchUp(true)
@@ -137,24 +148,54 @@ func (f *follower) deliverLocked(m Msg) {
 	}
 }
 
-// drainLocked delivers the buffered events that continue f.last and reports
-// whether a gap remains before the rest of the buffer.
-func (f *follower) drainLocked() (gap bool) {
-	i := 0
-	for ; i < len(f.buf) && !f.done; i++ {
-		m := f.buf[i]
-		if m.Event.Seq > f.last+1 {
-			break
+// drain delivers the buffered events that continue f.last, a batch at a
+// time, and reports whether a gap remains before the rest of the buffer.
+// f.mu is held on entry and on return; it is let go while the sink drains.
+func (f *follower) drain() (gap bool) {
+	for !f.done {
+		i := 0
+		for ; i < len(f.buf) && i < catchUpBatch && !f.done; i++ {
+			m := f.buf[i]
+			if m.Event.Seq > f.last+1 {
+				break
+			}
+			if m.Event.Seq == f.last+1 {
+				f.deliverLocked(m)
+			}
 		}
-		if m.Event.Seq == f.last+1 {
-			f.deliverLocked(m)
+		if f.done {
+			return false
 		}
+		f.buf = append(f.buf[:0], f.buf[i:]...)
+		if len(f.buf) == 0 || f.buf[0].Event.Seq > f.last+1 {
+			return len(f.buf) > 0
+		}
+		f.mu.Unlock()
+		f.sink.waitRoom(f.ctx)
+		f.mu.Lock()
 	}
-	if f.done {
-		return false
+	return false
+}
+
+// deliverBatches hands msgs that continue f.last to the sink, a batch at a
+// time, waiting for the sink to drain in between; it stops at a gap.
+func (f *follower) deliverBatches(msgs []Msg) {
+	for len(msgs) > 0 {
+		f.sink.waitRoom(f.ctx)
+		f.mu.Lock()
+		n := min(len(msgs), catchUpBatch)
+		for _, m := range msgs[:n] {
+			if f.done || m.Event.Seq > f.last+1 {
+				f.mu.Unlock()
+				return
+			}
+			if m.Event.Seq == f.last+1 {
+				f.deliverLocked(m)
+			}
+		}
+		f.mu.Unlock()
+		msgs = msgs[n:]
 	}
-	f.buf = append(f.buf[:0], f.buf[i:]...)
-	return len(f.buf) > 0
 }
 
 // catchUp closes the distance between f.last and the live feed. probe asks
@@ -168,7 +209,7 @@ func (f *follower) catchUp(probe bool) {
 			f.mu.Unlock()
 			return
 		}
-		gap := f.drainLocked()
+		gap := f.drain()
 		if f.done {
 			f.mu.Unlock()
 			return
@@ -192,15 +233,8 @@ func (f *follower) catchUp(probe bool) {
 		}
 		probe = false
 
+		f.deliverBatches(msgs)
 		f.mu.Lock()
-		for _, m := range msgs {
-			if f.done || m.Event.Seq > f.last+1 {
-				break
-			}
-			if m.Event.Seq == f.last+1 {
-				f.deliverLocked(m)
-			}
-		}
 		progressed := f.last > last
 		stillGap := len(f.buf) > 0 && f.buf[0].Event.Seq > f.last+1
 		f.mu.Unlock()

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,9 +54,10 @@ type envOptions struct {
 	wrapStore func(*env, task.Store) task.Store
 	anonymous bool
 	store     postgres.Config
-	// tinySocketBuffers shrinks the kernel's socket buffers of the gateway's
-	// connections, so a tab that stops reading fills its outbox quickly.
-	tinySocketBuffers bool
+	// tinyFirstConn shrinks the kernel's send buffer of the first connection
+	// the gateway accepts, so a tab that stops reading fills its outbox
+	// quickly while other tabs keep ordinary buffers.
+	tinyFirstConn bool
 }
 
 func quietLogger() *slog.Logger {
@@ -113,8 +115,8 @@ func setup(t testing.TB, opts ...func(*envOptions)) *env {
 	}
 	env.gw = gw
 	env.srv = httptest.NewUnstartedServer(gw.Handler())
-	if o.tinySocketBuffers {
-		env.srv.Listener = tinyBuffers{env.srv.Listener}
+	if o.tinyFirstConn {
+		env.srv.Listener = &tinyFirst{Listener: env.srv.Listener}
 	}
 	env.srv.Start()
 	t.Cleanup(func() {
@@ -126,23 +128,26 @@ func setup(t testing.TB, opts ...func(*envOptions)) *env {
 	return env
 }
 
-// tinyBuffers is a listener whose connections have 4 KiB send buffers.
-type tinyBuffers struct{ net.Listener }
+// tinyFirst is a listener whose first connection has a 64 KiB send buffer.
+type tinyFirst struct {
+	net.Listener
+	done atomic.Bool
+}
 
-func (l tinyBuffers) Accept() (net.Conn, error) {
+func (l *tinyFirst) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
-	if tc, ok := c.(*net.TCPConn); ok {
-		_ = tc.SetWriteBuffer(4096)
+	if tc, ok := c.(*net.TCPConn); ok && l.done.CompareAndSwap(false, true) {
+		_ = tc.SetWriteBuffer(64 << 10)
 	}
 	return c, err
 }
 
-// tinyReadClient dials with 4 KiB receive buffers.
+// tinyReadClient dials with 64 KiB receive buffers (fixed: no autotuning).
 var tinyReadClient = &http.Client{Transport: &http.Transport{
 	DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
 		if tc, ok := c.(*net.TCPConn); ok {
-			_ = tc.SetReadBuffer(4096)
+			_ = tc.SetReadBuffer(64 << 10)
 		}
 		return c, err
 	},

@@ -36,6 +36,7 @@ type topic struct {
 	followers map[*follower]struct{}
 	refs      int
 	recent    []Msg // contiguous in seq, oldest first
+	warm      bool  // a follower got a snapshot here: worth lingering for
 	unsub     func() error
 	idle      *time.Timer
 }
@@ -83,7 +84,8 @@ func (h *hub) attach(f *follower) error {
 }
 
 // detach removes f; the upstream subscription ends after the linger period
-// if no follower came back.
+// if no follower came back. A follower that never got a snapshot (a missing
+// or foreign task, a refused submit) leaves no lingering subscription.
 func (h *hub) detach(f *follower) {
 	t := f.topic
 	if t == nil {
@@ -92,6 +94,7 @@ func (h *hub) detach(f *follower) {
 	t.mu.Lock()
 	_, was := t.followers[f]
 	delete(t.followers, f)
+	t.warm = t.warm || f.started.Load()
 	t.mu.Unlock()
 	if was {
 		h.metrics.subscriptions.Dec()
@@ -108,7 +111,7 @@ func (h *hub) release(t *topic) {
 	if t.refs > 0 {
 		return
 	}
-	if t.err != nil || h.linger <= 0 {
+	if t.err != nil || h.linger <= 0 || !t.warm {
 		h.closeTopicLocked(t)
 		return
 	}

@@ -1,6 +1,9 @@
 package gateway
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // outbox is a connection's bounded queue of outgoing messages. Producers
 // (the hub, request handlers) never block on it: when a tab is too slow to
@@ -15,12 +18,14 @@ type outbox struct {
 	closed   bool
 	overflow bool
 	wake     chan struct{}
+	// taken is signalled each time the writer takes the queue.
+	taken chan struct{}
 	// onOverflow runs once, outside the lock, when the limit is passed.
 	onOverflow func()
 }
 
 func newOutbox(limit int, onOverflow func()) *outbox {
-	return &outbox{limit: limit, wake: make(chan struct{}, 1), onOverflow: onOverflow}
+	return &outbox{limit: limit, wake: make(chan struct{}, 1), taken: make(chan struct{}, 1), onOverflow: onOverflow}
 }
 
 // push queues b. It reports false when the outbox is closed or has just
@@ -58,9 +63,32 @@ func (o *outbox) signal() {
 // take removes and returns everything queued, and whether the outbox overflowed.
 func (o *outbox) take() (items [][]byte, overflowed bool) {
 	o.mu.Lock()
-	defer o.mu.Unlock()
 	items, o.items, o.bytes = o.items, nil, 0
-	return items, o.overflow
+	overflowed = o.overflow
+	o.mu.Unlock()
+	select {
+	case o.taken <- struct{}{}:
+	default:
+	}
+	return items, overflowed
+}
+
+// waitRoom blocks until at most a quarter of the limit is queued, the
+// outbox is closed, or ctx ends.
+func (o *outbox) waitRoom(ctx context.Context) {
+	for {
+		o.mu.Lock()
+		ok := o.closed || o.bytes <= o.limit/4
+		o.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-o.taken:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // close stops further pushes; what is queued can still be taken.

@@ -272,7 +272,7 @@ func TestSlowTabClosed1013(t *testing.T) {
 	e := setup(t, func(o *envOptions) {
 		o.gateway.QueueBytes = 1 << 20
 		o.gateway.WriteTimeout = 10 * time.Minute
-		o.tinySocketBuffers = true
+		o.tinyFirstConn = true
 	})
 	taskID, convID := newID(), newID()
 	start := time.Now()
@@ -283,12 +283,13 @@ func TestSlowTabClosed1013(t *testing.T) {
 	t.Logf("dropped after %v", time.Since(start))
 	go slow.read()
 	if code := slow.closed(); code != 1013 {
-		t.Fatalf("closed with %d, want 1013", code)
+		t.Fatalf("closed with %d, want 1013 (%v)", code, slow.err)
 	}
 	tb := e.dial("jo")
 	f := &follower{taskID: taskID}
-	f.apply(tb.call(map[string]any{"type": "subscribe", "task_id": taskID}))
-	for !f.apply(tb.next()) {
+	snap := tb.call(map[string]any{"type": "subscribe", "task_id": taskID})
+	t.Logf("snapshot seq %d status %s", snap.Task.Seq, snap.Task.Status)
+	for done := f.apply(snap); !done; done = f.apply(tb.next()) {
 	}
 	t.Logf("resubscribed to the end after %v", time.Since(start))
 	if f.output != streamOutput(40000) || f.gaps+f.repeats != 0 {

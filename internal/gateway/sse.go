@@ -178,6 +178,8 @@ func (k *sseSink) sendEvent(m Msg) bool {
 	return ok
 }
 
+func (k *sseSink) waitRoom(ctx context.Context) { k.out.waitRoom(ctx) }
+
 // resumedAt handles a Last-Event-ID equal to a finished snapshot: there is
 // nothing left to send.
 func (k *sseSink) resumedAt(lastID int64, t task.Task) {

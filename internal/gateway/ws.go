@@ -389,4 +389,6 @@ func (k tabSink) sendSnapshot(t task.Task, reply []byte) bool {
 
 func (k tabSink) sendEvent(m Msg) bool { return k.ss.send(m.Data) }
 
+func (k tabSink) waitRoom(ctx context.Context) { k.ss.out.waitRoom(ctx) }
+
 var _ sink = tabSink{}

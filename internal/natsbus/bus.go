@@ -32,7 +32,8 @@ type Config struct {
 	// a lost ack becomes an error instead of a hang. Default 10s.
 	PublishAckTimeout time.Duration
 	// FetchWait is how long one dispatch pull waits for work; it is also how
-	// long Consume may take to notice its context is done. Default 5s.
+	// long Consume may take to notice its context is done. Default 1s: an
+	// idle runner asks once a second, and stops within a second of SIGTERM.
 	FetchWait time.Duration
 	// Logger receives warnings (dropped malformed messages, failed acks).
 	// Default slog.Default().
@@ -46,7 +47,7 @@ func (c Config) withDefaults() Config {
 	c.ConnectTimeout = cmp.Or(c.ConnectTimeout, 2*time.Second)
 	c.MaxElapsed = cmp.Or(c.MaxElapsed, 30*time.Second)
 	c.PublishAckTimeout = cmp.Or(c.PublishAckTimeout, 10*time.Second)
-	c.FetchWait = cmp.Or(c.FetchWait, 5*time.Second)
+	c.FetchWait = cmp.Or(c.FetchWait, time.Second)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}

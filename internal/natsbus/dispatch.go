@@ -81,6 +81,12 @@ func (b *Bus) Consume(ctx context.Context, capacity int, handle Handler) error {
 		case <-ctx.Done():
 			return nil
 		}
+		// Both cases above may be ready at once and select picks at random:
+		// never start another (FetchWait long) pull after the stop.
+		if ctx.Err() != nil {
+			<-slots
+			return nil
+		}
 		msg, err := b.fetchOne()
 		if err != nil {
 			<-slots

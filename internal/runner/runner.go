@@ -95,7 +95,12 @@ func (r *Runner) Run(ctx context.Context) error {
 		select {
 		case <-drained:
 		case <-t.C:
-			r.log.Warn("drain timeout: abandoning attempts still running", "timeout", r.cfg.DrainTimeout)
+			r.mu.Lock()
+			running := len(r.inflight)
+			r.mu.Unlock()
+			if running > 0 {
+				r.log.Warn("drain timeout: abandoning attempts still running", "attempts", running, "timeout", r.cfg.DrainTimeout)
+			}
 			abandon(errAbandoned)
 		}
 	}()
