@@ -40,7 +40,7 @@ test-e2e: build
 
 ## bench: store, bus and gateway benchmarks against a real (fsync on) Postgres
 bench:
-	./scripts/with-test-pg.sh $(GO) test -run '^$$' -bench . -benchtime 2s ./...
+	TETHER_PG_FSYNC=on ./scripts/with-test-pg.sh $(GO) test -run '^$$' -bench . -benchtime 2s ./...
 
 clean:
 	rm -rf bin test-artifacts

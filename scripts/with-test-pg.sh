@@ -18,7 +18,11 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-TEST_DATABASE_URL=$("$here/pg.sh" start "$dir" fast)
+# Tests run with fsync off (a throwaway cluster); benchmarks set
+# TETHER_PG_FSYNC=on to measure what a real server pays for a commit.
+mode=fast
+[ "${TETHER_PG_FSYNC:-off}" = on ] && mode=
+TEST_DATABASE_URL=$("$here/pg.sh" start "$dir" $mode)
 export TEST_DATABASE_URL
 echo "with-test-pg: throwaway Postgres at $TEST_DATABASE_URL" >&2
 set +e
