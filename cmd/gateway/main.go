@@ -51,6 +51,7 @@ type config struct {
 	pendingTimeout time.Duration
 	lease          time.Duration
 	maxAttempts    int
+	connectTimeout time.Duration
 	logLevel       string
 }
 
@@ -98,6 +99,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.DurationVar(&c.pendingTimeout, "pending-timeout", dur("TETHER_PENDING_TIMEOUT", "60s"), "pending without a runner this long fails no_runner (TETHER_PENDING_TIMEOUT)")
 	fs.DurationVar(&c.lease, "lease", dur("TETHER_LEASE", "15s"), "runner lease (TETHER_LEASE)")
 	fs.IntVar(&c.maxAttempts, "max-attempts", int(num("TETHER_MAX_ATTEMPTS", 3)), "attempts before runner_lost (TETHER_MAX_ATTEMPTS)")
+	fs.DurationVar(&c.connectTimeout, "connect-timeout", dur("TETHER_CONNECT_TIMEOUT", "30s"), "how long to retry Postgres and NATS at start (TETHER_CONNECT_TIMEOUT)")
 	fs.StringVar(&c.logLevel, "log-level", env("TETHER_LOG_LEVEL", "info"), "debug, info, warn or error (TETHER_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -139,16 +141,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		log.Info("embedded NATS started", "url", natsURL, "store", filepath.Join(c.dataDir, "nats"))
 	}
 
-	store, err := postgres.Open(ctx, c.databaseURL, postgres.Config{
+	store, err := postgres.Dial(ctx, c.databaseURL, postgres.Config{
 		IdempotencyTTL: c.idempotencyTTL, PendingTimeout: c.pendingTimeout,
 		Lease: c.lease, MaxAttempts: c.maxAttempts,
-	})
+	}, c.connectTimeout, func(err error) { log.Warn("Postgres not reachable yet, retrying", "err", err) })
 	if err != nil {
-		return fmt.Errorf("open Postgres: %w", err)
+		return err
 	}
 	defer store.Close()
 
-	bus, err := natsbus.Connect(ctx, natsURL, natsbus.Config{Name: "tether-gateway"})
+	bus, err := natsbus.Connect(ctx, natsURL, natsbus.Config{Name: "tether-gateway", MaxElapsed: c.connectTimeout})
 	if err != nil {
 		return fmt.Errorf("connect NATS at %s: %w", natsURL, err)
 	}

@@ -183,32 +183,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 func openStore(ctx context.Context, o options, log *slog.Logger) (*postgres.Store, error) {
 	cfg := postgres.Config{IdempotencyTTL: o.idempotencyTTL, PendingTimeout: o.pendingTimeout,
 		Lease: o.lease, MaxAttempts: o.maxAttempts, ResultInlineMax: o.resultInlineMax}
-	deadline := time.Now().Add(o.connectTimeout)
-	wait := 100 * time.Millisecond
-	for {
-		attemptCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		store, err := postgres.Open(attemptCtx, o.databaseURL, cfg)
-		if err == nil {
-			err = store.Ping(attemptCtx)
-			if err != nil {
-				store.Close()
-			}
-		}
-		cancel()
-		if err == nil {
-			return store, nil
-		}
-		if ctx.Err() != nil || time.Now().Add(wait).After(deadline) {
-			return nil, fmt.Errorf("cannot reach Postgres (check DATABASE_URL) after %v: %w", o.connectTimeout, err)
-		}
+	return postgres.Dial(ctx, o.databaseURL, cfg, o.connectTimeout, func(err error) {
 		log.Warn("Postgres not reachable yet, retrying", "err", err)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("cannot reach Postgres: %w", ctx.Err())
-		case <-t.C:
-		}
-		wait = min(2*wait, 2*time.Second)
-	}
+	})
 }

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tether-dev/tether/internal/postgres/pgtest"
+)
+
+func getenvFrom(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestRunRejectsBadSettings(t *testing.T) {
+	t.Parallel()
+	for _, env := range []map[string]string{
+		{},
+		{"DATABASE_URL": "postgres://x", "TETHER_LEASE": "soon"},
+		{"DATABASE_URL": "postgres://x", "TETHER_RATE": "fast"},
+		{"DATABASE_URL": "postgres://x", "TETHER_RATE": "-1"},
+		{"DATABASE_URL": "postgres://x", "TETHER_LOG_LEVEL": "loud"},
+	} {
+		err := run(context.Background(), nil, getenvFrom(env), io.Discard, io.Discard)
+		if err == nil {
+			t.Errorf("env %v: no error", env)
+		}
+	}
+}
+
+// syncBuffer is a writer the test can read while run writes to it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestRunServes: the gateway with its embedded NATS comes up on a free
+// port, reports ready, warns that it runs without auth, and stops cleanly.
+func TestRunServes(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{
+		"DATABASE_URL":       pgtest.URL(t),
+		"TETHER_ADDR":        "127.0.0.1:0",
+		"TETHER_NATS_LISTEN": "127.0.0.1:0",
+		"TETHER_DATA_DIR":    t.TempDir(),
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, nil, getenvFrom(env), &stdout, &stderr) }()
+
+	addr := regexp.MustCompile(`listening on (http://\S+)`)
+	deadline := time.Now().Add(60 * time.Second)
+	var base string
+	for base == "" {
+		if m := addr.FindStringSubmatch(stdout.String()); m != nil {
+			base = m[1]
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("run ended early: %v\n%s", err, stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no address printed; stderr:\n%s", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	resp, err := http.Get(base + "/readyz")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("readyz: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	if !strings.Contains(stderr.String(), "RUNNING WITHOUT AUTH") {
+		t.Errorf("no warning about anonymous mode in the log:\n%s", stderr.String())
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not stop")
+	}
+}
