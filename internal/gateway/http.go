@@ -27,6 +27,12 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/conversations", s.api(s.getConversations))
 	mux.HandleFunc("GET /v1/conversations/{id}/messages", s.api(s.getMessages))
 	mux.HandleFunc("GET /v1/results/{ref}", s.api(s.getResult))
+	// The same paths with any other method: a JSON 405 rather than the
+	// mux's plain-text one.
+	for _, p := range []string{"/v1/ws", "/v1/tasks", "/v1/tasks/{id}", "/v1/tasks/{id}/cancel",
+		"/v1/tasks/{id}/events", "/v1/conversations", "/v1/conversations/{id}/messages", "/v1/results/{ref}"} {
+		mux.HandleFunc(p, methodNotAllowed)
+	}
 	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, task.Errorf(task.CodeNotFound, "no such endpoint"))
 	})
@@ -37,6 +43,10 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}))
 	mux.Handle("/", s.withSession(s.cfg.UI))
 	return s.logRequests(mux)
+}
+
+func methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusMethodNotAllowed, protocol.HTTPError(task.CodeInvalid, "method "+r.Method+" not allowed here"))
 }
 
 // withSession gives a browser its anonymous session cookie on its first

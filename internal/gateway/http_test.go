@@ -74,6 +74,8 @@ func TestHTTP(t *testing.T) {
 		{"GET", "/v1/results/anything", nil, 400, "invalid"},
 		{"GET", "/v1/results/" + newID(), nil, 404, "not_found"},
 		{"GET", "/v1/nothing-here", nil, 404, "not_found"},
+		{"PUT", "/v1/tasks", nil, 405, "invalid"},
+		{"DELETE", "/v1/tasks/" + newID(), nil, 405, "invalid"},
 	}
 	for _, b := range bad {
 		code, out := e.httpDo(b.method, b.path, "lou", b.body)

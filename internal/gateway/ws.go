@@ -32,6 +32,15 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	if id.newCookie != nil {
 		http.SetCookie(w, id.newCookie)
 	}
+	// The tab follows its user's task events from before the upgrade
+	// completes, so nothing submitted after the client sees the 101 is missed.
+	ss := newSession(s, id)
+	if err := s.users.attach(id.user, ss); err != nil {
+		s.log.Error("subscribe user events", "err", err)
+		writeError(w, task.Errorf(task.CodeUnavailable, "event bus unavailable"))
+		return
+	}
+	defer s.users.detach(id.user, ss)
 	// Origin was checked above with the rule of PROTOCOL.md, which differs
 	// from the library's (a token-authenticated client may omit it).
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
@@ -40,8 +49,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.SetReadLimit(protocol.MaxFrameBytes)
-
-	ss := newSession(s, c, id)
+	ss.c = c
 	if !s.track(ss) {
 		_ = c.Close(protocol.CloseServiceRestart, "gateway shutting down")
 		return
@@ -75,10 +83,11 @@ type wsSession struct {
 	wg       sync.WaitGroup
 }
 
-func newSession(s *Server, c *websocket.Conn, id identity) *wsSession {
+// newSession makes a tab's session; its connection is set once accepted.
+func newSession(s *Server, id identity) *wsSession {
 	ctx, cancel := context.WithCancel(s.ctx)
 	ss := &wsSession{
-		s: s, c: c, id: id,
+		s: s, id: id,
 		reqs:      make(chan protocol.Request, 64),
 		ctx:       ctx,
 		cancel:    cancel,
@@ -95,13 +104,6 @@ func newSession(s *Server, c *websocket.Conn, id identity) *wsSession {
 }
 
 func (ss *wsSession) run() {
-	if err := ss.s.users.attach(ss.id.user, ss); err != nil {
-		ss.s.log.Error("subscribe user events", "err", err)
-		ss.close(websocket.StatusInternalError, "event bus unavailable")
-		return
-	}
-	defer ss.s.users.detach(ss.id.user, ss)
-
 	ss.wg.Add(3)
 	go ss.writeLoop()
 	go ss.pingLoop()
