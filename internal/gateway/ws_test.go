@@ -272,3 +272,28 @@ func TestIsolation(t *testing.T) {
 		t.Errorf("conversations leak: %s", r.raw)
 	}
 }
+
+// TestResubscribeSameTab: subscribing again on the same tab sends a new
+// snapshot and never doubles the events that follow.
+func TestResubscribeSameTab(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	tb := e.dial("sam")
+	taskID, convID := newID(), newID()
+	f := &follower{taskID: taskID}
+	f.apply(tb.submit(taskID, convID, "/stream 200 3"))
+	snapshots := 0
+	for done := false; !done; {
+		m := tb.next()
+		if m.Type == "snapshot" {
+			snapshots++
+		}
+		done = f.apply(m)
+		if !done && m.Type == "delta" && m.Seq%40 == 0 {
+			tb.send(map[string]any{"type": "subscribe", "task_id": taskID, "req": "again"})
+		}
+	}
+	if snapshots == 0 || f.gaps != 0 || f.repeats != 0 || f.output != streamOutput(200) {
+		t.Fatalf("%d snapshots, %d gaps, %d repeats, output %d bytes", snapshots, f.gaps, f.repeats, len(f.output))
+	}
+}
