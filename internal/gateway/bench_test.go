@@ -71,8 +71,8 @@ func BenchmarkFanOut(b *testing.B) {
 					for !f.apply(tb.next()) {
 						events++
 					}
-					if f.output != streamOutput(2000) {
-						b.Fatalf("tab got %d bytes", len(f.output))
+					if f.output() != streamOutput(2000) {
+						b.Fatalf("tab got %d bytes", len(f.output()))
 					}
 					tb.send(map[string]any{"type": "unsubscribe", "task_id": id})
 				}

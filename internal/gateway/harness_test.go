@@ -372,11 +372,13 @@ type follower struct {
 	taskID  string
 	seq     int64
 	attempt int
-	output  string
+	text    []byte // the output, appended to (a string += per delta is quadratic)
 	status  string
 	gaps    int
 	repeats int
 }
+
+func (f *follower) output() string { return string(f.text) }
 
 // apply handles one message; it reports true on the terminal status.
 func (f *follower) apply(m frame) bool {
@@ -384,7 +386,7 @@ func (f *follower) apply(m frame) bool {
 	case m.Task != nil && (m.Type == "snapshot" || m.Type == "submitted") && m.Task.ID == f.taskID:
 		f.seq, f.attempt, f.status = m.Task.Seq, m.Task.Attempt, m.Task.Status
 		if m.Task.Output != nil {
-			f.output = *m.Task.Output
+			f.text = append(f.text[:0], *m.Task.Output...)
 		}
 		return isTerminal(f.status)
 	case m.TaskID == f.taskID && (m.Type == "delta" || m.Type == "progress" || m.Type == "status"):
@@ -398,10 +400,10 @@ func (f *follower) apply(m frame) bool {
 		f.seq = m.Seq
 		switch m.Type {
 		case "delta":
-			f.output += m.Text
+			f.text = append(f.text, m.Text...)
 		case "status":
 			if m.Attempt > f.attempt {
-				f.output = ""
+				f.text = f.text[:0]
 			}
 			f.attempt, f.status = m.Attempt, m.Status
 			return isTerminal(m.Status)

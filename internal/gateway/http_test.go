@@ -113,8 +113,8 @@ func TestLargeResult(t *testing.T) {
 	if err := json.Unmarshal(last.field("result_ref"), &ref); err != nil || ref == "" {
 		t.Fatalf("terminal status without result_ref: %s", last.raw)
 	}
-	if f.output != streamOutput(50) {
-		t.Fatalf("live output %q", f.output)
+	if f.output() != streamOutput(50) {
+		t.Fatalf("live output %q", f.output())
 	}
 	snap := tb.call(map[string]any{"type": "subscribe", "task_id": taskID})
 	if *snap.Task.Output != "" || !strings.Contains(snap.raw, ref) {

@@ -80,7 +80,7 @@ func TestOpenAIEngineResumes(t *testing.T) {
 	tb := e.dial("rae")
 	f := &follower{taskID: taskID}
 	f.apply(tb.submit(taskID, convID, "tell me a story"))
-	for strings.Count(f.output, " ") < 30 {
+	for strings.Count(f.output(), " ") < 30 {
 		f.apply(tb.next())
 	}
 	_ = tb.c.CloseNow()
@@ -90,8 +90,8 @@ func TestOpenAIEngineResumes(t *testing.T) {
 	f.apply(tb.call(map[string]any{"type": "subscribe", "task_id": taskID}))
 	for !f.apply(tb.next()) {
 	}
-	if f.status != "done" || f.output != words(120) || f.gaps+f.repeats != 0 {
-		t.Fatalf("after re-attaching: status %s, %d gaps, %d repeats, output %q", f.status, f.gaps, f.repeats, f.output)
+	if f.status != "done" || f.output() != words(120) || f.gaps+f.repeats != 0 {
+		t.Fatalf("after re-attaching: status %s, %d gaps, %d repeats, output %q", f.status, f.gaps, f.repeats, f.output())
 	}
 
 	second := newID()

@@ -72,8 +72,8 @@ func TestTabsDropAndResubscribe(t *testing.T) {
 					t.Errorf("tab %d connection %d: %d gaps, %d repeats", i, reconnects, f.gaps, f.repeats)
 				}
 				if finished {
-					if f.output != streamOutput(500) || f.status != "done" {
-						t.Errorf("tab %d ended with %q (%s)", i, f.output[:min(len(f.output), 40)], f.status)
+					if f.output() != streamOutput(500) || f.status != "done" {
+						t.Errorf("tab %d ended with %q (%s)", i, f.output()[:min(len(f.output()), 40)], f.status)
 					}
 					return
 				}
@@ -146,16 +146,16 @@ func TestSubscribeRacesSnapshotWrites(t *testing.T) {
 		if f.gaps != 0 || f.repeats != 0 {
 			t.Fatalf("round %d: %d gaps, %d repeats", rounds, f.gaps, f.repeats)
 		}
-		if !strings.HasPrefix(streamOutput(300), f.output) {
-			t.Fatalf("round %d: output is not a prefix of the answer: %q", rounds, f.output)
+		if !strings.HasPrefix(streamOutput(300), f.output()) {
+			t.Fatalf("round %d: output is not a prefix of the answer: %q", rounds, f.output())
 		}
 		if isTerminal(f.status) {
 			break
 		}
 	}
 	f := <-whole
-	if f.output != streamOutput(300) || f.gaps != 0 || f.repeats != 0 {
-		t.Fatalf("the tab that stayed: %d gaps, %d repeats, output %q", f.gaps, f.repeats, f.output)
+	if f.output() != streamOutput(300) || f.gaps != 0 || f.repeats != 0 {
+		t.Fatalf("the tab that stayed: %d gaps, %d repeats, output %q", f.gaps, f.repeats, f.output())
 	}
 	if rounds < 2 {
 		t.Fatalf("only %d rounds ran mid-stream; the race was not exercised", rounds)
@@ -171,7 +171,7 @@ func TestCancelFromSecondTab(t *testing.T) {
 	taskID, convID := newID(), newID()
 	fa := &follower{taskID: taskID}
 	fa.apply(a.submit(taskID, convID, "/stream 2000 10"))
-	for len(fa.output) < 20 {
+	for len(fa.output()) < 20 {
 		fa.apply(a.next())
 	}
 	r := b.call(map[string]any{"type": "cancel", "task_id": taskID})
@@ -200,8 +200,8 @@ func TestCancelFromSecondTab(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != task.StatusCancelled || got.Output != fa.output || got.Seq != fa.seq {
-		t.Fatalf("stored %s seq %d output %d bytes; tab saw seq %d, %d bytes", got.Status, got.Seq, len(got.Output), fa.seq, len(fa.output))
+	if got.Status != task.StatusCancelled || got.Output != fa.output() || got.Seq != fa.seq {
+		t.Fatalf("stored %s seq %d output %d bytes; tab saw seq %d, %d bytes", got.Status, got.Seq, len(got.Output), fa.seq, len(fa.output()))
 	}
 	if strings.Count(got.Output, " ") >= 2000 {
 		t.Fatal("the runner did not stop")
@@ -228,7 +228,7 @@ func TestFailThenRetry(t *testing.T) {
 	f.apply(r)
 	for !f.apply(tb.next()) {
 	}
-	if f.status != "failed" || f.attempt != 2 || f.output != streamOutput(3) || f.gaps+f.repeats != 0 {
+	if f.status != "failed" || f.attempt != 2 || f.output() != streamOutput(3) || f.gaps+f.repeats != 0 {
 		t.Fatalf("second attempt: %+v", f)
 	}
 	var errText string
@@ -292,8 +292,8 @@ func TestSlowTabClosed1013(t *testing.T) {
 	for done := f.apply(snap); !done; done = f.apply(tb.next()) {
 	}
 	t.Logf("resubscribed to the end after %v", time.Since(start))
-	if f.output != streamOutput(40000) || f.gaps+f.repeats != 0 {
-		t.Fatalf("resubscribe: %d bytes, %d gaps, %d repeats", len(f.output), f.gaps, f.repeats)
+	if f.output() != streamOutput(40000) || f.gaps+f.repeats != 0 {
+		t.Fatalf("resubscribe: %d bytes, %d gaps, %d repeats", len(f.output()), f.gaps, f.repeats)
 	}
 }
 
@@ -417,7 +417,7 @@ func TestSSEResume(t *testing.T) {
 	for ev := range evs {
 		f.apply(ev.data)
 	}
-	if f.status != "done" || f.output != streamOutput(60) || f.gaps+f.repeats != 0 {
+	if f.status != "done" || f.output() != streamOutput(60) || f.gaps+f.repeats != 0 {
 		t.Fatalf("SSE resume: %+v", f)
 	}
 

@@ -29,7 +29,7 @@ func TestMessages(t *testing.T) {
 	f.apply(r)
 	for !f.apply(tb.next()) {
 	}
-	if f.output != streamOutput(3) || f.status != "done" || f.gaps+f.repeats != 0 {
+	if f.output() != streamOutput(3) || f.status != "done" || f.gaps+f.repeats != 0 {
 		t.Fatalf("stream: %+v", f)
 	}
 
@@ -293,7 +293,7 @@ func TestResubscribeSameTab(t *testing.T) {
 			tb.send(map[string]any{"type": "subscribe", "task_id": taskID, "req": "again"})
 		}
 	}
-	if snapshots == 0 || f.gaps != 0 || f.repeats != 0 || f.output != streamOutput(200) {
-		t.Fatalf("%d snapshots, %d gaps, %d repeats, output %d bytes", snapshots, f.gaps, f.repeats, len(f.output))
+	if snapshots == 0 || f.gaps != 0 || f.repeats != 0 || f.output() != streamOutput(200) {
+		t.Fatalf("%d snapshots, %d gaps, %d repeats, output %d bytes", snapshots, f.gaps, f.repeats, len(f.output()))
 	}
 }
