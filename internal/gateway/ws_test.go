@@ -297,3 +297,26 @@ func TestResubscribeSameTab(t *testing.T) {
 		t.Fatalf("%d snapshots, %d gaps, %d repeats, output %d bytes", snapshots, f.gaps, f.repeats, len(f.output()))
 	}
 }
+
+// TestCancelPending: with no runner, a cancel moves the pending task to
+// cancelled at once, and the tab that submitted it sees the status event.
+func TestCancelPending(t *testing.T) {
+	t.Parallel()
+	e := setup(t, func(o *envOptions) { o.noRunner = true })
+	tb := e.dial("tia")
+	taskID, convID := newID(), newID()
+	f := &follower{taskID: taskID}
+	f.apply(tb.submit(taskID, convID, "/stream 5 0"))
+	r := e.dial("tia").call(map[string]any{"type": "cancel", "task_id": taskID})
+	if r.Type != "cancelled" || r.Task.Status != "cancelled" || r.Task.Seq != 1 {
+		t.Fatalf("cancel reply: %s", r.raw)
+	}
+	for !f.apply(tb.next()) {
+	}
+	if f.status != "cancelled" || f.seq != 1 || f.gaps+f.repeats != 0 {
+		t.Fatalf("submitting tab: %+v", f)
+	}
+	if r := tb.call(map[string]any{"type": "cancel", "task_id": taskID}); r.Task.Status != "cancelled" || r.Task.Seq != 1 {
+		t.Fatalf("a second cancel changes nothing: %s", r.raw)
+	}
+}
