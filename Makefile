@@ -3,7 +3,6 @@
 # DATABASE_URL / TEST_DATABASE_URL are not set.
 
 GO ?= go
-export GOFLAGS ?= -mod=mod
 
 .PHONY: run test test-go test-ui test-e2e bench build ui ui-deps clean vet
 
