@@ -85,9 +85,9 @@ func (f *follower) start(t task.Task, reply []byte) {
 	f.catchUp(true)
 }
 
-// startAt continues after lastSeq without a snapshot (SSE Last-Event-ID,
-// after canResumeAt said the log reaches it).
-func (f *follower) startAt(lastSeq int64) {
+// startAt continues after lastSeq without a snapshot (SSE Last-Event-ID):
+// first the logged events already read after it, then the usual catch-up.
+func (f *follower) startAt(lastSeq int64, logged []Msg) {
 	f.mu.Lock()
 	if f.done {
 		f.mu.Unlock()
@@ -96,6 +96,7 @@ func (f *follower) startAt(lastSeq int64) {
 	f.started.Store(true)
 	f.last, f.pos = lastSeq, 0
 	f.mu.Unlock()
+	f.deliverBatches(logged)
 	f.catchUp(true)
 }
 

@@ -135,7 +135,8 @@ func (s *Server) postTask(w http.ResponseWriter, r *http.Request, user string) e
 	if res.Created {
 		status = http.StatusCreated
 	}
-	return writeValue(w, status, res.Task)
+	writeJSON(w, status, protocol.TaskBody(res.Task))
+	return nil
 }
 
 func (s *Server) getTask(w http.ResponseWriter, r *http.Request, user string) error {
@@ -147,7 +148,8 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request, user string) er
 	if err != nil {
 		return err
 	}
-	return writeValue(w, http.StatusOK, t)
+	writeJSON(w, http.StatusOK, protocol.TaskBody(t))
+	return nil
 }
 
 func (s *Server) postCancel(w http.ResponseWriter, r *http.Request, user string) error {
@@ -159,7 +161,8 @@ func (s *Server) postCancel(w http.ResponseWriter, r *http.Request, user string)
 	if err != nil {
 		return err
 	}
-	return writeValue(w, http.StatusOK, t)
+	writeJSON(w, http.StatusOK, protocol.TaskBody(t))
+	return nil
 }
 
 func (s *Server) getConversations(w http.ResponseWriter, r *http.Request, user string) error {
@@ -171,13 +174,8 @@ func (s *Server) getConversations(w http.ResponseWriter, r *http.Request, user s
 	if err != nil {
 		return err
 	}
-	if cs == nil {
-		cs = []task.Conversation{}
-	}
-	return writeValue(w, http.StatusOK, struct {
-		Conversations []task.Conversation `json:"conversations"`
-		Next          *string             `json:"next"`
-	}{cs, nullable(next)})
+	writeJSON(w, http.StatusOK, protocol.ConversationsPage(cs, next))
+	return nil
 }
 
 func (s *Server) getMessages(w http.ResponseWriter, r *http.Request, user string) error {
@@ -193,13 +191,8 @@ func (s *Server) getMessages(w http.ResponseWriter, r *http.Request, user string
 	if err != nil {
 		return err
 	}
-	if msgs == nil {
-		msgs = []task.Message{}
-	}
-	return writeValue(w, http.StatusOK, struct {
-		Messages []task.Message `json:"messages"`
-		Next     *string        `json:"next"`
-	}{msgs, nullable(next)})
+	writeJSON(w, http.StatusOK, protocol.MessagesPage(msgs, next))
+	return nil
 }
 
 // getResult serves an output too large for its task (result_ref).
@@ -237,12 +230,11 @@ func decodeBody(r *http.Request, typ string) (protocol.Request, error) {
 
 // pathUUID validates a UUID path parameter by the same rules as the wire.
 func pathUUID(r *http.Request, name string) (string, error) {
-	raw, _ := json.Marshal(map[string]string{"type": "subscribe", "task_id": r.PathValue(name)})
-	req, err := protocol.DecodeRequest(raw)
-	if err != nil {
+	id, ok := protocol.NormalizeUUID(r.PathValue(name))
+	if !ok {
 		return "", task.Errorf(task.CodeInvalid, "%s is not a UUID", name)
 	}
-	return req.TaskID, nil
+	return id, nil
 }
 
 func pageQuery(r *http.Request) (task.Page, error) {
@@ -256,13 +248,6 @@ func pageQuery(r *http.Request) (task.Page, error) {
 		p.Limit = n
 	}
 	return p, nil
-}
-
-func nullable(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }
 
 func writeValue(w http.ResponseWriter, status int, v any) error {

@@ -3,6 +3,7 @@ package gateway
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 )
@@ -32,8 +33,10 @@ type topic struct {
 	ready chan struct{} // closed once the upstream subscription is set up
 	err   error         // set before ready is closed when it failed
 
-	mu        sync.Mutex
-	followers map[*follower]struct{}
+	mu sync.Mutex
+	// followers is replaced, never changed in place, on attach and detach,
+	// so publishing takes it under the lock without copying per event.
+	followers []*follower
 	refs      int
 	recent    []Msg // contiguous in seq, oldest first
 	warm      bool  // a follower got a snapshot here: worth lingering for
@@ -48,7 +51,7 @@ func (h *hub) attach(f *follower) error {
 	h.mu.Lock()
 	t, ok := h.topics[f.taskID]
 	if !ok {
-		t = &topic{id: f.taskID, ready: make(chan struct{}), followers: map[*follower]struct{}{}}
+		t = &topic{id: f.taskID, ready: make(chan struct{})}
 		h.topics[f.taskID] = t
 	}
 	t.mu.Lock()
@@ -76,7 +79,7 @@ func (h *hub) attach(f *follower) error {
 		return fmt.Errorf("follow task %s: %w", f.taskID, t.err)
 	}
 	t.mu.Lock()
-	t.followers[f] = struct{}{}
+	t.followers = append(slices.Clip(t.followers), f)
 	t.mu.Unlock()
 	f.topic = t
 	h.metrics.subscriptions.Inc()
@@ -92,8 +95,11 @@ func (h *hub) detach(f *follower) {
 		return
 	}
 	t.mu.Lock()
-	_, was := t.followers[f]
-	delete(t.followers, f)
+	i := slices.Index(t.followers, f)
+	was := i >= 0
+	if was {
+		t.followers = slices.Delete(slices.Clone(t.followers), i, i+1)
+	}
 	t.warm = t.warm || f.started.Load()
 	t.mu.Unlock()
 	if was {
@@ -160,10 +166,7 @@ func (t *topic) publish(h *hub) func(Msg) {
 	return func(m Msg) {
 		t.mu.Lock()
 		t.remember(m, h.recent)
-		fs := make([]*follower, 0, len(t.followers))
-		for f := range t.followers {
-			fs = append(fs, f)
-		}
+		fs := t.followers
 		t.mu.Unlock()
 		for _, f := range fs {
 			f.onLive(m)

@@ -78,9 +78,14 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	flusher.Flush()
 
-	if lastID >= 0 && s.canResumeAt(ctx, t, lastID) {
+	var logged []Msg
+	resume := false
+	if lastID >= 0 {
+		logged, resume = s.resumeAt(ctx, t, lastID)
+	}
+	if resume {
 		k.resumedAt(lastID, t)
-		go f.startAt(lastID)
+		go f.startAt(lastID, logged)
 	} else {
 		go f.start(t, nil)
 	}
@@ -94,7 +99,7 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 		case <-s.ctx.Done():
 			return
 		case <-keepAlive.C:
-			if _, err := w.Write([]byte(": keep-alive\n\n")); err != nil {
+			if err := protocol.SSEComment(w, "keep-alive"); err != nil {
 				return
 			}
 			flusher.Flush()
@@ -114,40 +119,40 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// canResumeAt reports whether the events after lastID can be sent instead of
-// a snapshot: lastID is the snapshot's own seq, or the log holds every event
-// from lastID on up to the snapshot (or, past the snapshot, reaches lastID).
-func (s *Server) canResumeAt(ctx context.Context, t task.Task, lastID int64) bool {
+// resumeAt returns the logged events after lastID when they can be sent
+// instead of a snapshot: lastID is the snapshot's own seq, or the log holds
+// every event from lastID on up to the snapshot (or, past the snapshot,
+// reaches lastID). The follower starts from what was read here, so the log is
+// not read twice.
+func (s *Server) resumeAt(ctx context.Context, t task.Task, lastID int64) ([]Msg, bool) {
 	if lastID == t.Seq {
-		return true
+		return nil, true
 	}
 	if lastID < t.Seq {
 		msgs, err := s.bus.ReadLog(ctx, t.ID, lastID, 0)
-		if err != nil || len(msgs) == 0 || msgs[0].Event.Seq != lastID+1 {
-			return false
+		if err != nil {
+			return nil, false
 		}
-		want := lastID + 1
-		for _, m := range msgs {
-			if m.Event.Seq != want {
-				return false
+		for i, m := range msgs {
+			if m.Event.Seq != lastID+1+int64(i) {
+				return nil, false
 			}
-			if want == t.Seq {
-				return true
+			if m.Event.Seq == t.Seq {
+				return msgs, true
 			}
-			want++
 		}
-		return false
+		return nil, false
 	}
 	msgs, err := s.bus.ReadLog(ctx, t.ID, t.Seq, t.StreamPos)
 	if err != nil {
-		return false
+		return nil, false
 	}
-	for _, m := range msgs {
+	for i, m := range msgs {
 		if m.Event.Seq == lastID {
-			return true
+			return msgs[i+1:], true
 		}
 	}
-	return false
+	return nil, false
 }
 
 // sseSink formats a follower's output as Server-Sent Events.
