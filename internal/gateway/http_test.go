@@ -225,3 +225,37 @@ func TestAnonymousCookie(t *testing.T) {
 		t.Fatalf("a forged cookie must not be the same user: %s", r.raw)
 	}
 }
+
+// TestSSEBadInput: a bad Last-Event-ID or task id is refused with a JSON
+// error before any stream starts, and a missing task looks missing.
+func TestSSEBadInput(t *testing.T) {
+	t.Parallel()
+	e := setup(t, func(o *envOptions) { o.noRunner = true })
+	cases := []struct {
+		path, lastID string
+		status       int
+		code         string
+	}{
+		{"/v1/tasks/" + newID() + "/events", "abc", 400, "invalid"},
+		{"/v1/tasks/" + newID() + "/events", "-3", 400, "invalid"},
+		{"/v1/tasks/not-a-uuid/events", "", 400, "invalid"},
+		{"/v1/tasks/" + newID() + "/events", "", 404, "not_found"},
+	}
+	for _, c := range cases {
+		req, _ := http.NewRequest("GET", e.srv.URL+c.path, nil)
+		req.Header.Set("Authorization", "Bearer "+e.token("uma", time.Hour))
+		if c.lastID != "" {
+			req.Header.Set("Last-Event-ID", c.lastID)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		resp.Body.Close()
+		if resp.StatusCode != c.status || errCode(out) != c.code {
+			t.Errorf("%s (Last-Event-ID %q): %d %v, want %d %s", c.path, c.lastID, resp.StatusCode, out, c.status, c.code)
+		}
+	}
+}
