@@ -41,17 +41,25 @@ type Demo struct {
 // NewDemo returns the demo engine with a real clock.
 func NewDemo() *Demo { return &Demo{} }
 
-// Run implements Engine.
+// Run implements Engine. With a Prefix (a lost runner's answer kept by the
+// new attempt) it continues right after it: the answer is deterministic, so
+// the prefix must be the start of it, and the deltas pick up at the next
+// byte. A prefix that is not the start of this input's answer cannot be
+// continued (ErrCannotContinue).
 func (d *Demo) Run(ctx context.Context, in Input, out Output) error {
 	kind, n, ms, ok := parseDirective(in.Content)
+	chunks, gap := demoReply(in.Content), demoWordDelay
+	if ok {
+		chunks, gap = make([]string, n), time.Duration(ms)*time.Millisecond
+		for i := range chunks {
+			chunks[i] = "t" + strconv.Itoa(i+1) + " "
+		}
+	}
+	from, rest, ok := resumeAt(chunks, in.Prefix)
 	if !ok {
-		return d.stream(ctx, out, demoReply(in.Content), demoWordDelay)
+		return fmt.Errorf("demo: the kept text is not the start of this answer: %w", ErrCannotContinue)
 	}
-	chunks := make([]string, n)
-	for i := range chunks {
-		chunks[i] = "t" + strconv.Itoa(i+1) + " "
-	}
-	if err := d.stream(ctx, out, chunks, time.Duration(ms)*time.Millisecond); err != nil {
+	if err := d.stream(ctx, out, chunks, from, rest, gap); err != nil {
 		return err
 	}
 	if kind == "/fail" {
@@ -60,13 +68,37 @@ func (d *Demo) Run(ctx context.Context, in Input, out Output) error {
 	return nil
 }
 
-// stream writes chunks as deltas, gap apart (nothing before the first), with
+// resumeAt finds where an answer made of chunks continues after prefix: the
+// index of the first chunk not wholly in it and what of that chunk is left.
+// ok is false when prefix is not the start of the answer.
+func resumeAt(chunks []string, prefix string) (from int, rest string, ok bool) {
+	for i, c := range chunks {
+		switch {
+		case prefix == "":
+			return i, c, true
+		case strings.HasPrefix(prefix, c):
+			prefix = prefix[len(c):]
+		case strings.HasPrefix(c, prefix):
+			return i, c[len(prefix):], true
+		default:
+			return 0, "", false
+		}
+	}
+	return len(chunks), "", prefix == ""
+}
+
+// stream writes chunks[from:] as deltas (the first as rest, what is left of
+// it after a kept prefix), gap apart (nothing before the first), with
 // progress by chunk count whenever its value changes. It checks ctx before
 // every chunk, so a cancel stops it within one step even when gap is zero.
-func (d *Demo) stream(ctx context.Context, out Output, chunks []string, gap time.Duration) error {
-	last := 0
-	for i, c := range chunks {
-		if i > 0 && gap > 0 {
+func (d *Demo) stream(ctx context.Context, out Output, chunks []string, from int, rest string, gap time.Duration) error {
+	last := 100 * from / max(len(chunks), 1)
+	for i := from; i < len(chunks); i++ {
+		c := chunks[i]
+		if i == from {
+			c = rest
+		}
+		if i > from && gap > 0 {
 			if err := d.sleep(ctx, gap); err != nil {
 				return err
 			}

@@ -265,3 +265,41 @@ func TestNew(t *testing.T) {
 		t.Fatalf("New(gpt-9) err = %v", err)
 	}
 }
+
+// A new attempt after a lost runner continues the answer at the next byte:
+// the kept prefix plus what the engine writes is exactly the whole answer,
+// whether the prefix ends between chunks or inside one.
+func TestDemoContinuesAfterAKeptPrefix(t *testing.T) {
+	t.Parallel()
+	full := "t1 t2 t3 t4 t5 "
+	for _, keep := range []int{0, 3, 5, 6, len(full) - 1, len(full)} {
+		r := &recorder{}
+		d := &Demo{Sleep: (&fakeSleep{}).sleep}
+		in := Input{Content: "/stream 5 10", Prefix: full[:keep]}
+		if err := d.Run(context.Background(), in, r); err != nil {
+			t.Fatalf("keep %d: %v", keep, err)
+		}
+		if got := full[:keep] + strings.Join(r.deltas, ""); got != full {
+			t.Errorf("keep %d: prefix + deltas = %q, want %q", keep, got, full)
+		}
+		for i := 1; i < len(r.progress); i++ {
+			if r.progress[i] <= r.progress[i-1] {
+				t.Errorf("keep %d: progress %v goes backwards", keep, r.progress)
+			}
+		}
+	}
+
+	reply := &recorder{}
+	prefix := "Demo reply to "
+	if err := (&Demo{Sleep: (&fakeSleep{}).sleep}).Run(context.Background(), Input{Content: "hi there", Prefix: prefix}, reply); err != nil {
+		t.Fatal(err)
+	}
+	if got := prefix + strings.Join(reply.deltas, ""); !strings.HasPrefix(got, `Demo reply to "hi there"`) {
+		t.Errorf("continued reply %q", got)
+	}
+
+	err := (&Demo{}).Run(context.Background(), Input{Content: "/stream 5 0", Prefix: "t1 tX"}, &recorder{})
+	if !errors.Is(err, ErrCannotContinue) {
+		t.Fatalf("a prefix that is not the answer's start: %v, want ErrCannotContinue", err)
+	}
+}

@@ -34,7 +34,19 @@ type Input struct {
 	// History holds the earlier messages of the conversation, oldest first,
 	// for engines that send context to a model. The demo engine ignores it.
 	History []task.Message
+	// Prefix is the answer so far, kept from an attempt whose runner was
+	// lost (PROTOCOL.md section 3, keep). The engine continues after it and
+	// never writes it again: its first Delta follows the prefix directly.
+	// Empty for a first attempt and for a retry, which start over.
+	Prefix string
 }
+
+// ErrCannotContinue is returned (wrapped) by an engine that cannot continue a
+// non-empty Input.Prefix (a model server without prefill, or an engine told
+// to restart). It must be returned before anything is written; the runner
+// then starts the attempt over with keep 0 and runs the engine again with
+// an empty Prefix.
+var ErrCannotContinue = errors.New("engine cannot continue a kept prefix")
 
 // Output receives an engine's answer as it is produced. An error from either
 // method means the runner can take no more (the attempt is being stopped):

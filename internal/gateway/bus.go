@@ -20,8 +20,9 @@ type Bus interface {
 	// SubscribeTask follows a task's live events. Interest must be registered
 	// with the server when it returns, so nothing published afterwards is missed.
 	SubscribeTask(taskID string, fn func(Msg)) (unsubscribe func() error, err error)
-	// ReadLog returns the logged events of a task with seq > afterSeq, in order.
-	ReadLog(ctx context.Context, taskID string, afterSeq int64, fromStreamPos uint64) ([]Msg, error)
+	// ReadLog returns the logged events of a task that sort after the
+	// position after, in (attempt, seq) order.
+	ReadLog(ctx context.Context, taskID string, after task.Position, fromStreamPos uint64) ([]Msg, error)
 	// PublishEvent publishes an event the store assigned (no runner holds the task).
 	PublishEvent(ctx context.Context, e task.Event) error
 	PublishUserTask(userID string, t task.Task) error
@@ -29,4 +30,8 @@ type Bus interface {
 	Dispatch(ctx context.Context, taskID string, attempt int) error
 	RequestCancel(taskID string) error
 	Ready(ctx context.Context) error
+	// OnReconnect registers fn to run whenever the connection to NATS comes
+	// back: live events published meanwhile were missed, so every follower
+	// catches up from the log.
+	OnReconnect(fn func())
 }

@@ -26,9 +26,11 @@ type sink interface {
 // one task: it is attached to the live feed before the snapshot is read, it
 // buffers live events while it catches up from the topic's recent events or
 // the log, and from then on passes each event exactly once and in order.
-// Anything at or below the last delivered seq is dropped; a gap is closed
-// from the log, and if the log cannot close it, by a fresh snapshot — never
-// by a silent skip.
+// Events are ordered by (attempt, seq) with task.Position.Step: anything at
+// or below the last delivered position is dropped, and so is every event of
+// an attempt older than the last delivered one (a runner fenced out by a
+// lease expiry that woke up). A gap is closed from the log, and if the log
+// cannot close it, by a fresh snapshot — never by a silent skip.
 type follower struct {
 	hub    *hub
 	topic  *topic
@@ -48,7 +50,10 @@ type follower struct {
 	mu      sync.Mutex
 	done    bool
 	filling bool
-	last    int64
+	// reprobe asks a running catch-up to look in the log once more before
+	// it ends (the connection came back while it ran).
+	reprobe bool
+	last    task.Position
 	pos     uint64
 	buf     []Msg
 }
@@ -77,7 +82,7 @@ func (f *follower) start(t task.Task, reply []byte) {
 		return
 	}
 	f.started.Store(true)
-	f.last, f.pos = t.Seq, t.StreamPos
+	f.last, f.pos = task.PositionOf(t), t.StreamPos
 	if !f.sink.sendSnapshot(t, reply) {
 		f.done = true
 	}
@@ -85,16 +90,16 @@ func (f *follower) start(t task.Task, reply []byte) {
 	f.catchUp(true)
 }
 
-// startAt continues after lastSeq without a snapshot (SSE Last-Event-ID):
+// startAt continues after last without a snapshot (SSE Last-Event-ID):
 // first the logged events already read after it, then the usual catch-up.
-func (f *follower) startAt(lastSeq int64, logged []Msg) {
+func (f *follower) startAt(last task.Position, logged []Msg) {
 	f.mu.Lock()
 	if f.done {
 		f.mu.Unlock()
 		return
 	}
 	f.started.Store(true)
-	f.last, f.pos = lastSeq, 0
+	f.last, f.pos = last, 0
 	f.mu.Unlock()
 	f.deliverBatches(logged)
 	f.catchUp(true)
@@ -108,6 +113,21 @@ func (f *follower) stop() {
 	f.mu.Unlock()
 	f.cancel()
 	f.detach.Do(func() { f.hub.detach(f) })
+}
+
+// probe looks in the log for events after the last delivered one, even
+// though no live event showed a gap: the live feed may have missed them.
+func (f *follower) probe() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case f.done:
+	case f.filling:
+		f.reprobe = true
+	default:
+		f.filling = true
+		go f.catchUp(true)
+	}
 }
 
 // onLive receives an event from the topic, in upstream order.
@@ -125,9 +145,11 @@ func (f *follower) onLive(m Msg) {
 		f.buf = append(f.buf, m)
 		return
 	}
-	switch {
-	case m.Event.Seq <= f.last:
-	case m.Event.Seq == f.last+1:
+	switch f.last.Step(m.Event) {
+	case task.StepStale:
+		f.hub.metrics.stale.Inc()
+	case task.StepRepeat:
+	case task.StepNext, task.StepStart:
 		f.deliverLocked(m)
 	default:
 		f.hub.metrics.gaps.Inc()
@@ -143,7 +165,7 @@ func (f *follower) deliverLocked(m Msg) {
 		f.buf = nil
 		return
 	}
-	f.last = m.Event.Seq
+	f.last = task.Position{Attempt: m.Event.Attempt, Seq: m.Event.Seq}
 	if m.StreamPos > 0 {
 		f.pos = m.StreamPos
 	}
@@ -154,21 +176,23 @@ func (f *follower) deliverLocked(m Msg) {
 // f.mu is held on entry and on return; it is let go while the sink drains.
 func (f *follower) drain() (gap bool) {
 	for !f.done {
-		i := 0
-		for ; i < len(f.buf) && i < catchUpBatch && !f.done; i++ {
+		i, n := 0, 0
+		for ; i < len(f.buf) && n < catchUpBatch && !f.done; i++ {
 			m := f.buf[i]
-			if m.Event.Seq > f.last+1 {
+			step := f.last.Step(m.Event)
+			if step == task.StepGap {
 				break
 			}
-			if m.Event.Seq == f.last+1 {
+			if step == task.StepNext || step == task.StepStart {
 				f.deliverLocked(m)
+				n++
 			}
 		}
 		if f.done {
 			return false
 		}
 		f.buf = append(f.buf[:0], f.buf[i:]...)
-		if len(f.buf) == 0 || f.buf[0].Event.Seq > f.last+1 {
+		if len(f.buf) == 0 || f.last.Step(f.buf[0].Event) == task.StepGap {
 			return len(f.buf) > 0
 		}
 		f.mu.Unlock()
@@ -186,11 +210,15 @@ func (f *follower) deliverBatches(msgs []Msg) {
 		f.mu.Lock()
 		n := min(len(msgs), catchUpBatch)
 		for _, m := range msgs[:n] {
-			if f.done || m.Event.Seq > f.last+1 {
+			if f.done {
 				f.mu.Unlock()
 				return
 			}
-			if m.Event.Seq == f.last+1 {
+			switch f.last.Step(m.Event) {
+			case task.StepGap:
+				f.mu.Unlock()
+				return
+			case task.StepNext, task.StepStart:
 				f.deliverLocked(m)
 			}
 		}
@@ -215,6 +243,9 @@ func (f *follower) catchUp(probe bool) {
 			f.mu.Unlock()
 			return
 		}
+		if f.reprobe {
+			f.reprobe, probe = false, true
+		}
 		if !gap && !probe {
 			f.filling = false
 			f.mu.Unlock()
@@ -236,8 +267,8 @@ func (f *follower) catchUp(probe bool) {
 
 		f.deliverBatches(msgs)
 		f.mu.Lock()
-		progressed := f.last > last
-		stillGap := len(f.buf) > 0 && f.buf[0].Event.Seq > f.last+1
+		progressed := last.Before(f.last)
+		stillGap := len(f.buf) > 0 && f.last.Step(f.buf[0].Event) == task.StepGap
 		f.mu.Unlock()
 
 		if !stillGap || progressed {
@@ -274,7 +305,7 @@ func (f *follower) resync() bool {
 		f.done = true
 		return false
 	}
-	f.last, f.pos = t.Seq, t.StreamPos
+	f.last, f.pos = task.PositionOf(t), t.StreamPos
 	if !f.sink.sendSnapshot(t, nil) {
 		f.done = true
 		return false

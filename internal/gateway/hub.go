@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/tether-dev/tether/internal/task"
 )
 
 // hub keeps one upstream NATS subscription per followed task for this
@@ -160,6 +162,27 @@ func (h *hub) close() {
 	}
 }
 
+// catchUpAll has every follower look for events it missed in the log: the
+// connection to NATS came back, and whatever was published while it was
+// away never reached the live feed. Without it a task that ended during the
+// outage would look stuck, since no later event would reveal the gap.
+func (h *hub) catchUpAll() {
+	h.mu.Lock()
+	topics := make([]*topic, 0, len(h.topics))
+	for _, t := range h.topics {
+		topics = append(topics, t)
+	}
+	h.mu.Unlock()
+	for _, t := range topics {
+		t.mu.Lock()
+		fs := t.followers
+		t.mu.Unlock()
+		for _, f := range fs {
+			f.probe()
+		}
+	}
+}
+
 // publish returns the upstream callback: it records the event in the recent
 // buffer and hands it to every follower, in the order NATS delivers.
 func (t *topic) publish(h *hub) func(Msg) {
@@ -175,15 +198,16 @@ func (t *topic) publish(h *hub) func(Msg) {
 	}
 }
 
-// remember appends m to the recent buffer, keeping it contiguous: an event
-// that does not follow the last one starts the buffer afresh.
+// remember appends m to the recent buffer, keeping it contiguous in the
+// (attempt, seq) order of task.Position.Step: a repeat or a fenced-out
+// runner's stale event is not kept, and an event that does not continue the
+// last one starts the buffer afresh.
 func (t *topic) remember(m Msg, max int) {
 	if n := len(t.recent); n > 0 {
-		last := t.recent[n-1].Event.Seq
-		if m.Event.Seq <= last {
+		switch positionOf(t.recent[n-1]).Step(m.Event) {
+		case task.StepStale, task.StepRepeat:
 			return
-		}
-		if m.Event.Seq != last+1 {
+		case task.StepGap:
 			t.recent = t.recent[:0]
 		}
 	}
@@ -195,15 +219,25 @@ func (t *topic) remember(m Msg, max int) {
 	}
 }
 
-// after returns the remembered events with seq > seq. ok is false when the
-// buffer does not reach back to seq, so the caller must read the log.
-func (t *topic) after(seq int64) (msgs []Msg, ok bool) {
+// after returns the remembered events that follow the position p. ok is
+// false when the buffer does not reach back to p, so the caller must read
+// the log.
+func (t *topic) after(p task.Position) (msgs []Msg, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	n := len(t.recent)
-	if n == 0 || t.recent[0].Event.Seq > seq+1 || t.recent[n-1].Event.Seq < seq {
-		return nil, false
+	for i := len(t.recent) - 1; i >= 0; i-- {
+		if positionOf(t.recent[i]) == p {
+			return append([]Msg(nil), t.recent[i+1:]...), true
+		}
 	}
-	i := int(seq + 1 - t.recent[0].Event.Seq)
-	return append([]Msg(nil), t.recent[i:]...), true
+	if len(t.recent) > 0 {
+		if step := p.Step(t.recent[0].Event); step == task.StepNext || step == task.StepStart {
+			return append([]Msg(nil), t.recent...), true
+		}
+	}
+	return nil, false
+}
+
+func positionOf(m Msg) task.Position {
+	return task.Position{Attempt: m.Event.Attempt, Seq: m.Event.Seq}
 }

@@ -17,6 +17,7 @@ type metrics struct {
 	submits       *prometheus.CounterVec
 	queueDrops    prometheus.Counter
 	gaps          prometheus.Counter
+	stale         prometheus.Counter
 	resyncs       prometheus.Counter
 	logReads      prometheus.Counter
 	rateLimited   prometheus.Counter
@@ -42,6 +43,8 @@ func newMetrics() *metrics {
 			Help: "Connections closed because their outgoing queue was full (1013)."}),
 		gaps: prometheus.NewCounter(prometheus.CounterOpts{Name: "tether_gateway_live_gaps_total",
 			Help: "Gaps seen in a live feed, closed from the log."}),
+		stale: prometheus.NewCounter(prometheus.CounterOpts{Name: "tether_gateway_stale_events_total",
+			Help: "Live events dropped because a newer attempt of their task had begun (a fenced-out runner woke up)."}),
 		resyncs: prometheus.NewCounter(prometheus.CounterOpts{Name: "tether_gateway_resyncs_total",
 			Help: "Fresh snapshots sent because the log could not close a gap."}),
 		logReads: prometheus.NewCounter(prometheus.CounterOpts{Name: "tether_gateway_log_reads_total",
@@ -50,7 +53,7 @@ func newMetrics() *metrics {
 			Help: "Requests refused by the per-user rate limit."}),
 	}
 	r.MustRegister(m.connections, m.sseStreams, m.subscriptions, m.upstream, m.fannedOut, m.submits,
-		m.queueDrops, m.gaps, m.resyncs, m.logReads, m.rateLimited,
+		m.queueDrops, m.gaps, m.stale, m.resyncs, m.logReads, m.rateLimited,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

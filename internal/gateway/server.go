@@ -125,6 +125,7 @@ func New(cfg Config, store task.Store, bus Bus) (*Server, error) {
 		sessions: map[*wsSession]struct{}{},
 	}
 	s.users = newUserHub(bus, cfg.Logger)
+	bus.OnReconnect(s.hub.catchUpAll)
 	return s, nil
 }
 

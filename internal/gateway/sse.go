@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -78,14 +79,17 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	flusher.Flush()
 
-	var logged []Msg
-	resume := false
+	var (
+		logged []Msg
+		at     task.Position
+		resume bool
+	)
 	if lastID >= 0 {
-		logged, resume = s.resumeAt(ctx, t, lastID)
+		logged, at, resume = s.resumeAt(ctx, t, lastID)
 	}
 	if resume {
 		k.resumedAt(lastID, t)
-		go f.startAt(lastID, logged)
+		go f.startAt(at, logged)
 	} else {
 		go f.start(t, nil)
 	}
@@ -119,40 +123,54 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// resumeAt returns the logged events after lastID when they can be sent
-// instead of a snapshot: lastID is the snapshot's own seq, or the log holds
-// every event from lastID on up to the snapshot (or, past the snapshot,
-// reaches lastID). The follower starts from what was read here, so the log is
-// not read twice.
-func (s *Server) resumeAt(ctx context.Context, t task.Task, lastID int64) ([]Msg, bool) {
-	if lastID == t.Seq {
-		return nil, true
+// resumeAt returns the logged events after lastID, and the position the
+// client stands at, when they can be sent instead of a snapshot. An SSE id is
+// a seq alone, so a resume is only taken when lastID can only be an event of
+// the newest attempt: a task on its first attempt, or one whose newest
+// attempt began at or before lastID with no older attempt's events logged
+// from there on (a fenced-out runner's). Anything else gets a fresh snapshot.
+// The follower starts from what was read here, so the log is not read twice.
+func (s *Server) resumeAt(ctx context.Context, t task.Task, lastID int64) ([]Msg, task.Position, bool) {
+	if lastID == t.Seq && t.Attempt == 1 {
+		return nil, task.PositionOf(t), true
 	}
-	if lastID < t.Seq {
-		msgs, err := s.bus.ReadLog(ctx, t.ID, lastID, 0)
-		if err != nil {
-			return nil, false
-		}
-		for i, m := range msgs {
-			if m.Event.Seq != lastID+1+int64(i) {
-				return nil, false
-			}
-			if m.Event.Seq == t.Seq {
-				return msgs, true
-			}
-		}
-		return nil, false
-	}
-	msgs, err := s.bus.ReadLog(ctx, t.ID, t.Seq, t.StreamPos)
+	msgs, err := s.bus.ReadLog(ctx, t.ID, task.Position{}, 0)
 	if err != nil {
-		return nil, false
+		s.log.Warn("read task log for an SSE resume; sending a snapshot", "task_id", t.ID, "err", err)
+		return nil, task.Position{}, false
 	}
-	for i, m := range msgs {
-		if m.Event.Seq == lastID {
-			return msgs[i+1:], true
+	if len(msgs) == 0 {
+		return nil, task.Position{}, false
+	}
+	// The log is in (attempt, seq) order: the newest attempt's events last.
+	newest := msgs[len(msgs)-1].Event.Attempt
+	if newest < t.Attempt {
+		return nil, task.Position{}, false
+	}
+	first := slices.IndexFunc(msgs, func(m Msg) bool { return m.Event.Attempt == newest })
+	startSeq := msgs[first].Event.Seq
+	if lastID < startSeq && newest > 1 {
+		return nil, task.Position{}, false
+	}
+	for _, m := range msgs[:first] {
+		if m.Event.Seq >= startSeq {
+			return nil, task.Position{}, false
 		}
 	}
-	return nil, false
+	current := msgs[first:]
+	if newest == 1 && lastID == startSeq-1 {
+		return current, task.Position{Attempt: 1, Seq: lastID}, true
+	}
+	for i, m := range current {
+		if m.Event.Seq == lastID {
+			return current[i+1:], task.Position{Attempt: newest, Seq: lastID}, true
+		}
+	}
+	if lastID == t.Seq && t.Attempt == newest {
+		// The snapshot itself (a pending retry whose event is the log's last).
+		return nil, task.PositionOf(t), true
+	}
+	return nil, task.Position{}, false
 }
 
 // sseSink formats a follower's output as Server-Sent Events.

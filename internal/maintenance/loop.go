@@ -28,9 +28,9 @@ type Bus interface {
 	PublishEventSync(ctx context.Context, e task.Event) (streamPos uint64, err error)
 	// PublishUserTask sends the user's "task" event.
 	PublishUserTask(userID string, t task.Task) error
-	// ReadLog returns the logged events of a task with seq > afterSeq, in
-	// order, reading from the stream position fromStreamPos.
-	ReadLog(ctx context.Context, taskID string, afterSeq int64, fromStreamPos uint64) ([]natsbus.Msg, error)
+	// ReadLog returns the logged events of a task after the position after,
+	// in (attempt, seq) order, reading from the stream position fromStreamPos.
+	ReadLog(ctx context.Context, taskID string, after task.Position, fromStreamPos uint64) ([]natsbus.Msg, error)
 	// Dispatch asks a runner to run the task's attempt.
 	Dispatch(ctx context.Context, taskID string, attempt int) error
 }

@@ -66,7 +66,7 @@ func (e *env) submit(t *testing.T, content string) task.Task {
 
 func (e *env) log(t *testing.T, id string) []task.Event {
 	t.Helper()
-	msgs, err := e.bus.ReadLog(context.Background(), id, 0, 0)
+	msgs, err := e.bus.ReadLog(context.Background(), id, task.Position{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestExpiredLeaseContinuesAfterTheLog(t *testing.T) {
 	pub := e.bus.NewPublisher()
 	_ = pub.Publish(task.StatusEvent(claimed))
 	for i, text := range []string{"t1 ", "t2 ", "t3 "} {
-		_ = pub.Publish(task.Event{Type: task.EventDelta, TaskID: tk.ID, Seq: claimed.Seq + int64(i) + 1, Text: text})
+		_ = pub.Publish(task.Event{Type: task.EventDelta, TaskID: tk.ID, Seq: claimed.Seq + int64(i) + 1, Attempt: 1, Text: text})
 	}
 	if _, err := pub.Flush(ctx); err != nil {
 		t.Fatal(err)
@@ -159,12 +159,15 @@ func TestExpiredLeaseContinuesAfterTheLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != task.StatusPending || got.Attempt != 2 || got.Seq != 5 {
-		t.Fatalf("stored %s attempt %d seq %d, want pending attempt 2 seq 5", got.Status, got.Attempt, got.Seq)
+	if got.Status != task.StatusPending || got.Attempt != 2 || got.Seq != 5 ||
+		got.Output != "t1 t2 t3 " || got.Keep != len("t1 t2 t3 ") {
+		t.Fatalf("stored %s attempt %d seq %d output %q keep %d, want pending attempt 2 seq 5 keeping t1..t3",
+			got.Status, got.Attempt, got.Seq, got.Output, got.Keep)
 	}
 	events := e.log(t, tk.ID)
 	last := events[len(events)-1]
-	if len(events) != 5 || last.Seq != 5 || last.Status != task.StatusPending || last.Attempt != 2 {
+	if len(events) != 5 || last.Seq != 5 || last.Status != task.StatusPending || last.Attempt != 2 ||
+		last.Keep != len("t1 t2 t3 ") {
 		t.Fatalf("log %+v", events)
 	}
 	if d := e.nextDispatch(t); d.TaskID != tk.ID || d.Attempt != 2 {

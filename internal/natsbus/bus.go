@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -63,6 +65,10 @@ const maxPendingAcks = 4096
 type Bus struct {
 	cfg      Config
 	nc       *nats.Conn
+	// onReconnect are called, each in its own goroutine, every time the
+	// connection comes back after it was lost.
+	reconnectMu sync.Mutex
+	onReconnect []func()
 	js       jetstream.JetStream
 	tasks    jetstream.Stream
 	dispatch jetstream.Consumer
@@ -106,6 +112,7 @@ func (b *Bus) connectOnce(ctx context.Context, url string) error {
 		nats.Timeout(b.cfg.ConnectTimeout),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(500*time.Millisecond),
+		nats.ReconnectHandler(func(*nats.Conn) { b.reconnected() }),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
 			subject := ""
 			if sub != nil {
@@ -132,6 +139,27 @@ func (b *Bus) connectOnce(ctx context.Context, url string) error {
 		return err
 	}
 	return nil
+}
+
+// OnReconnect registers fn to run (in a goroutine of its own) whenever the
+// connection comes back after it was lost. Core subscriptions are restored
+// by the client, but messages published while this connection was away were
+// never delivered to them: a follower of a task must catch up from the log,
+// or a task that ended meanwhile would look stuck.
+func (b *Bus) OnReconnect(fn func()) {
+	b.reconnectMu.Lock()
+	defer b.reconnectMu.Unlock()
+	b.onReconnect = append(b.onReconnect, fn)
+}
+
+func (b *Bus) reconnected() {
+	b.log.Info("NATS connection restored", "url", redactURL(b.nc.ConnectedUrl()))
+	b.reconnectMu.Lock()
+	fns := slices.Clone(b.onReconnect)
+	b.reconnectMu.Unlock()
+	for _, fn := range fns {
+		go fn()
+	}
 }
 
 // Close drains nothing: pending asynchronous publishes that were not flushed

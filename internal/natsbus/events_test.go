@@ -3,6 +3,7 @@ package natsbus_test
 import (
 	"bytes"
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -78,7 +79,7 @@ func TestPublisherOrderDedupFlush(t *testing.T) {
 	if pos, err := p.Flush(ctx); err != nil || pos != 50 {
 		t.Fatalf("idle Flush = %d, %v; want the last position again", pos, err)
 	}
-	logged, err := b.ReadLog(ctx, taskA, 0, 0)
+	logged, err := b.ReadLog(ctx, taskA, task.Position{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func TestPublishEventSync(t *testing.T) {
 	if pos, err := b.PublishEventSync(ctx, e); err != nil || pos != 1 {
 		t.Fatalf("duplicate PublishEventSync = %d, %v; want 1", pos, err)
 	}
-	if _, err := b.PublishEventSync(ctx, task.Event{Type: task.EventDelta, TaskID: "a.b", Seq: 1}); err == nil {
+	if _, err := b.PublishEventSync(ctx, task.Event{Type: task.EventDelta, TaskID: "a.b", Seq: 1, Attempt: 1}); err == nil {
 		t.Fatal("a task id with a dot was published")
 	}
 }
@@ -156,7 +157,7 @@ func TestReadLogInterleaved(t *testing.T) {
 		{"unknown task", "0190f3c4-5b6a-7c8d-9e0f-00000000000c", 0, 0, 1, 0},
 	}
 	for _, tt := range tests {
-		got, err := b.ReadLog(ctx, tt.id, tt.after, tt.from)
+		got, err := b.ReadLog(ctx, tt.id, task.Position{Attempt: 1, Seq: tt.after}, tt.from)
 		if err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
@@ -180,11 +181,48 @@ func TestReadLogOutOfOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, err := b.ReadLog(ctx, taskA, 0, 0)
+	got, err := b.ReadLog(ctx, taskA, task.Position{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkSeqs(t, got, 1, 4)
+}
+
+// A runner fenced out by a lease expiry may log events of its old attempt
+// with seqs the next attempt also uses. Message ids carry the attempt, so
+// neither pushes the other out of the log, and ReadLog orders them by
+// (attempt, seq): the stale ones first, then the attempt that replaced them.
+func TestReadLogOrdersByAttempt(t *testing.T) {
+	t.Parallel()
+	b, _ := setup(t)
+	ctx := ctxT(t)
+	ev := func(attempt int, seq int64) task.Event {
+		e := delta(taskA, seq)
+		e.Attempt = attempt
+		return e
+	}
+	for _, e := range []task.Event{ev(1, 1), ev(1, 2), ev(2, 3), ev(1, 3), ev(2, 4), ev(1, 4), ev(2, 3)} {
+		if _, err := b.PublishEventSync(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := b.ReadLog(ctx, taskA, task.Position{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []task.Position
+	for _, m := range got {
+		order = append(order, task.Position{Attempt: m.Event.Attempt, Seq: m.Event.Seq})
+	}
+	want := []task.Position{{Attempt: 1, Seq: 1}, {Attempt: 1, Seq: 2}, {Attempt: 1, Seq: 3},
+		{Attempt: 1, Seq: 4}, {Attempt: 2, Seq: 3}, {Attempt: 2, Seq: 4}}
+	if !slices.Equal(order, want) {
+		t.Fatalf("order %v, want %v", order, want)
+	}
+	after, err := b.ReadLog(ctx, taskA, task.Position{Attempt: 2, Seq: 3}, 0)
+	if err != nil || len(after) != 1 || after[0].Event.Attempt != 2 || after[0].Event.Seq != 4 {
+		t.Fatalf("after (2,3): %+v, %v", after, err)
+	}
 }
 
 func TestReadLogCancelled(t *testing.T) {
@@ -195,7 +233,7 @@ func TestReadLogCancelled(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := b.ReadLog(ctx, taskA, 0, 0); err == nil {
+	if _, err := b.ReadLog(ctx, taskA, task.Position{}, 0); err == nil {
 		t.Fatal("ReadLog with a cancelled context succeeded")
 	}
 }

@@ -62,13 +62,17 @@ func (b *Bus) subscribe(subject string, handle nats.MsgHandler) (func() error, e
 	return sub.Unsubscribe, nil
 }
 
-// ReadLog returns the logged events of taskID with seq > afterSeq, in seq
-// order, scanning TasksStream from stream sequence fromStreamPos (0: from the
-// task's first message) up to the task's last message stored when ReadLog
-// started. A seq logged twice (a publish retried after the de-duplication
-// window) is returned once. Other tasks' messages in between are never read:
-// the scan filters on the task's subject on the server.
-func (b *Bus) ReadLog(ctx context.Context, taskID string, afterSeq int64, fromStreamPos uint64) ([]Msg, error) {
+// ReadLog returns the logged events of taskID that sort after the position
+// after, in (attempt, seq) order, scanning TasksStream from stream sequence
+// fromStreamPos (0: from the task's first message) up to the task's last
+// message stored when ReadLog started. An event logged twice (a publish
+// retried after the de-duplication window) is returned once. Events of an
+// attempt older than after's are not returned; older attempts' events that
+// sort after it are, in their place, so a reader applying them with
+// task.Position.Step sees a fenced-out runner's late events before the
+// start of the attempt that replaced it. Other tasks' messages in between
+// are never read: the scan filters on the task's subject on the server.
+func (b *Bus) ReadLog(ctx context.Context, taskID string, after task.Position, fromStreamPos uint64) ([]Msg, error) {
 	if err := checkToken(taskID); err != nil {
 		return nil, fmt.Errorf("read log: %w", err)
 	}
@@ -119,7 +123,7 @@ func (b *Bus) ReadLog(ctx context.Context, taskID string, afterSeq int64, fromSt
 		if err != nil {
 			return nil, fmt.Errorf("read log of task %s at %d: %w", taskID, meta.Sequence.Stream, err)
 		}
-		if e.Seq > afterSeq {
+		if after.Before(task.Position{Attempt: e.Attempt, Seq: e.Seq}) {
 			out = append(out, Msg{Event: e, Data: m.Data(), StreamPos: meta.Sequence.Stream})
 		}
 		// NumPending 0: the end message itself aged out while we read.
@@ -130,19 +134,21 @@ func (b *Bus) ReadLog(ctx context.Context, taskID string, afterSeq int64, fromSt
 	return inSeqOrder(out), nil
 }
 
-// inSeqOrder sorts by seq and keeps the first of each seq. Runners publish
-// in order, so this only does work when a retried publish landed late.
+// inSeqOrder sorts by (attempt, seq) and keeps the first of each. Runners
+// publish in order, so this only does work when a retried publish landed
+// late or a fenced-out runner's events were logged.
 func inSeqOrder(ms []Msg) []Msg {
+	pos := func(m Msg) task.Position { return task.Position{Attempt: m.Event.Attempt, Seq: m.Event.Seq} }
 	slices.SortStableFunc(ms, func(a, b Msg) int {
-		switch {
-		case a.Event.Seq < b.Event.Seq:
+		switch pa, pb := pos(a), pos(b); {
+		case pa.Before(pb):
 			return -1
-		case a.Event.Seq > b.Event.Seq:
+		case pb.Before(pa):
 			return 1
 		}
 		return 0
 	})
-	return slices.CompactFunc(ms, func(a, b Msg) bool { return a.Event.Seq == b.Event.Seq })
+	return slices.CompactFunc(ms, func(a, b Msg) bool { return pos(a) == pos(b) })
 }
 
 // LastEvent returns the last logged event of taskID; false when the log holds

@@ -44,7 +44,7 @@ func (b *Bus) NewPublisher() *Publisher {
 	return &Publisher{js: b.js, stallWait: b.cfg.PublishAckTimeout}
 }
 
-// Publish sends e to its task's subject. The message id task-seq makes a
+// Publish sends e to its task's subject. The message id task-attempt-seq makes a
 // retried publish of the same event a no-op in the log. It blocks only when
 // the connection already has maxPendingAcks acks outstanding. An error here
 // means the message did not leave; an error of the server's ack is reported
@@ -146,8 +146,11 @@ func (b *Bus) PublishEventSync(ctx context.Context, e task.Event) (streamSeq uin
 	return ack.Sequence, nil
 }
 
-// eventMsgID names an event for JetStream's de-duplication: a task's seq is
-// never reused, so task and seq name one event.
+// eventMsgID names an event for JetStream's de-duplication: task, attempt
+// and seq name one event. The attempt is part of it because a runner that
+// lost its lease may still publish a seq the next attempt also uses: with
+// task and seq alone, whichever came first would win de-duplication, and a
+// stale event could push out the current one.
 func eventMsgID(e task.Event) string {
-	return e.TaskID + "-" + strconv.FormatInt(e.Seq, 10)
+	return e.TaskID + "-" + strconv.Itoa(e.Attempt) + "-" + strconv.FormatInt(e.Seq, 10)
 }

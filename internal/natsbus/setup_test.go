@@ -53,7 +53,7 @@ func ctxT(t testing.TB) context.Context {
 }
 
 func delta(taskID string, seq int64) task.Event {
-	return task.Event{Type: task.EventDelta, TaskID: taskID, Seq: seq, Text: "t" + itoa(seq) + " "}
+	return task.Event{Type: task.EventDelta, TaskID: taskID, Seq: seq, Attempt: 1, Text: "t" + itoa(seq) + " "}
 }
 
 func itoa(n int64) string {

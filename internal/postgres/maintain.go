@@ -190,8 +190,10 @@ func cancelLost(ctx context.Context, tx pgx.Tx, r taskRow, seq int64, now time.T
 	return cancelled, nil
 }
 
-// retryLost makes a task whose runner died pending again as a new attempt,
-// with an empty output; the pending timeout starts again.
+// retryLost makes a task whose runner died pending again as a new attempt
+// that continues the answer: it keeps the folded output of the lost attempt
+// (keep = its length in bytes) and its progress; the pending timeout starts
+// again. The assistant message stays a generating placeholder.
 func retryLost(ctx context.Context, tx pgx.Tx, r taskRow, seq int64, now time.Time) (taskRow, error) {
 	err := transition(ctx, tx, move{TaskID: r.ID, Attempt: r.Attempt + 1,
 		From: task.StatusRunning, To: task.StatusPending, Reason: task.ReasonLeaseExpired, At: now})
@@ -199,11 +201,12 @@ func retryLost(ctx context.Context, tx pgx.Tx, r taskRow, seq int64, now time.Ti
 		return taskRow{}, err
 	}
 	pending, err := scanTask(tx.QueryRow(ctx, `
-		UPDATE tasks SET status = 'pending', attempt = attempt + 1, output = '', progress = 0,
-			seq = $3, stream_pos = $4, runner_id = NULL, lease_until = NULL, updated_at = $5
+		UPDATE tasks SET status = 'pending', attempt = attempt + 1, output = $3,
+			keep = octet_length($3), progress = $4, seq = $5, stream_pos = $6,
+			runner_id = NULL, lease_until = NULL, updated_at = $7
 		WHERE id = $1 AND status = 'running' AND attempt = $2
 		RETURNING `+taskColumns,
-		r.ID, r.Attempt, seq, int64(r.StreamPos), now))
+		r.ID, r.Attempt, r.Output, r.Progress, seq, int64(r.StreamPos), now))
 	if err != nil {
 		return taskRow{}, fmt.Errorf("mark pending: %w", err)
 	}

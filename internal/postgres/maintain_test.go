@@ -115,6 +115,7 @@ func logFold(events ...task.Event) task.Fold {
 		base := t.Seq
 		for _, e := range events {
 			e.Seq += base
+			e.Attempt = t.Attempt
 			t.Apply(e)
 		}
 		return t, nil
@@ -127,8 +128,10 @@ func TestExpireLeasesRetriesThenFailsWithRunnerLost(t *testing.T) {
 	ctx := context.Background()
 	tk := newTask(t, s, "alice")
 
+	want := ""
 	for attempt := 1; attempt <= 3; attempt++ {
 		r := snapshot(t, s, claim(t, s, tk.ID), "partial")
+		want += "partial more"
 		if r.Attempt != attempt {
 			t.Fatalf("claimed attempt %d, want %d", r.Attempt, attempt)
 		}
@@ -149,8 +152,9 @@ func TestExpireLeasesRetriesThenFailsWithRunnerLost(t *testing.T) {
 			t.Fatalf("seq %d after folding 2 events onto %d; want %d", next.Seq, r.Seq, r.Seq+3)
 		}
 		if attempt < 3 {
-			if next.Status != task.StatusPending || next.Attempt != attempt+1 || next.Output != "" ||
-				next.Progress != 0 || next.RunnerID != "" {
+			// The new attempt keeps the lost one's answer and continues it.
+			if next.Status != task.StatusPending || next.Attempt != attempt+1 || next.Output != want ||
+				next.Keep != len(want) || next.Progress != 60 || next.RunnerID != "" {
 				t.Fatalf("after lost attempt %d: %+v", attempt, next)
 			}
 			if c, st := placeholder(t, s, tk.ID); c != "" || st != "generating" {
@@ -159,10 +163,10 @@ func TestExpireLeasesRetriesThenFailsWithRunnerLost(t *testing.T) {
 			continue
 		}
 		if next.Status != task.StatusFailed || *next.Error != task.ErrRunnerLost ||
-			next.Output != "partial more" || next.Progress != 60 || next.Attempt != 3 {
+			next.Output != want || next.Progress != 60 || next.Attempt != 3 {
 			t.Fatalf("after the last attempt: %+v", next)
 		}
-		if c, st := placeholder(t, s, tk.ID); c != "partial more" || st != "failed" {
+		if c, st := placeholder(t, s, tk.ID); c != want || st != "failed" {
 			t.Fatalf("placeholder %q %q", c, st)
 		}
 	}

@@ -13,7 +13,7 @@ import (
 // scanTask reads them.
 const taskColumns = `id, conversation_id, user_id, status, attempt, seq, progress, input,
 	output, error, result_ref, runner_id, lease_until, stream_pos, cancel_requested,
-	created_at, updated_at, finished_at, assistant_message_id, submit_attempt`
+	created_at, updated_at, finished_at, assistant_message_id, submit_attempt, keep`
 
 // taskRow is a task with the bookkeeping only the store needs.
 type taskRow struct {
@@ -41,7 +41,7 @@ func scanTask(row pgx.Row) (taskRow, error) {
 	err := row.Scan(&r.ID, &r.ConversationID, &r.UserID, &r.Status, &r.Attempt, &r.Seq,
 		&r.Progress, &r.Input, &r.Output, &r.Error, &r.ResultRef, &runnerID, &leaseUntil,
 		&r.StreamPos, &r.CancelRequested, &r.CreatedAt, &r.UpdatedAt, &finished,
-		&r.assistantMessageID, &r.submitAttempt)
+		&r.assistantMessageID, &r.submitAttempt, &r.Keep)
 	if err != nil {
 		return taskRow{}, err
 	}

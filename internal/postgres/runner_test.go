@@ -71,13 +71,13 @@ func TestClaimIsWonByOneRunner(t *testing.T) {
 	}
 }
 
-func TestClaimTakesOverAnExpiredLeaseAndFencesTheOldRunner(t *testing.T) {
+func TestExpiredLeaseIsHandedOverKeepingTheAnswerAndFencesTheOldRunner(t *testing.T) {
 	t.Parallel()
 	s, clk := setup(t, postgres.Config{Lease: 10 * time.Second})
 	ctx := context.Background()
 	old := claim(t, s, newTask(t, s, "alice").ID)
 	if err := s.SaveSnapshot(ctx, task.Snapshot{TaskID: old.ID, Attempt: 1, FromSeq: old.Seq,
-		Seq: old.Seq + 2, Append: "ab", Progress: 10}); err != nil {
+		Seq: old.Seq + 2, Append: "aé", Progress: 10}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -86,13 +86,29 @@ func TestClaimTakesOverAnExpiredLeaseAndFencesTheOldRunner(t *testing.T) {
 	_, err := s.Claim(ctx, task.Claim{TaskID: old.ID, RunnerID: "r2"})
 	wantErr(t, err, task.ErrNotClaimable)
 
+	// Expired: a claim still does not take it; maintenance hands it over,
+	// keeping the answer so far.
 	clk.Advance(time.Microsecond)
-	got, err := s.Claim(ctx, task.Claim{TaskID: old.ID, RunnerID: "r2", LastSeq: 7})
+	_, err = s.Claim(ctx, task.Claim{TaskID: old.ID, RunnerID: "r2"})
+	wantErr(t, err, task.ErrNotClaimable)
+	handed, err := s.ExpireLeases(ctx, nil)
+	if err != nil || len(handed) != 1 {
+		t.Fatalf("expire leases: %+v %v", handed, err)
+	}
+	if h := handed[0]; h.Status != task.StatusPending || h.Attempt != 2 || h.Seq != old.Seq+3 ||
+		h.Output != "aé" || h.Keep != len("aé") || h.Progress != 10 {
+		t.Fatalf("handed over %+v", h)
+	}
+	if e := task.StatusEvent(handed[0]); e.Keep != 3 || e.Attempt != 2 {
+		t.Fatalf("status event %+v: the new attempt's first event carries keep", e)
+	}
+	got, err := s.Claim(ctx, task.Claim{TaskID: old.ID, RunnerID: "r2"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Attempt != 2 || got.Seq != 8 || got.Output != "" || got.Progress != 0 || got.RunnerID != "r2" {
-		t.Fatalf("taken over %+v", got)
+	if got.Attempt != 2 || got.Seq != old.Seq+4 || got.Output != "aé" || got.Keep != 3 ||
+		got.Progress != 10 || got.RunnerID != "r2" {
+		t.Fatalf("claimed %+v", got)
 	}
 	wantTr := []string{">pending:submitted", "pending>running:claimed",
 		"running>pending:lease_expired", "pending>running:claimed"}
@@ -103,16 +119,61 @@ func TestClaimTakesOverAnExpiredLeaseAndFencesTheOldRunner(t *testing.T) {
 	// The first runner comes back: every write of attempt 1 is fenced out.
 	_, err = s.Heartbeat(ctx, old.ID, 1)
 	wantErr(t, err, task.ErrFenced)
-	err = s.SaveSnapshot(ctx, task.Snapshot{TaskID: old.ID, Attempt: 1, FromSeq: 8, Seq: 9, Append: "x"})
+	err = s.SaveSnapshot(ctx, task.Snapshot{TaskID: old.ID, Attempt: 1, FromSeq: got.Seq, Seq: got.Seq + 1, Append: "x"})
 	wantErr(t, err, task.ErrFenced)
 	_, err = s.Finish(ctx, task.Finish{Status: task.StatusDone, Snapshot: task.Snapshot{
-		TaskID: old.ID, Attempt: 1, FromSeq: 8, Seq: 9, Append: "x"}})
+		TaskID: old.ID, Attempt: 1, FromSeq: got.Seq, Seq: got.Seq + 1, Append: "x"}})
 	wantErr(t, err, task.ErrFenced)
 	_, err = s.Finish(ctx, task.Finish{Status: task.StatusCancelled, Snapshot: task.Snapshot{
-		TaskID: old.ID, Attempt: 1, FromSeq: 8, Seq: 9}})
+		TaskID: old.ID, Attempt: 1, FromSeq: got.Seq, Seq: got.Seq + 1}})
+	wantErr(t, err, task.ErrFenced)
+	_, err = s.Restart(ctx, old.ID, 1)
 	wantErr(t, err, task.ErrFenced)
 	if now, _ := s.Load(ctx, old.ID); !reflect.DeepEqual(now, got) {
 		t.Fatalf("fenced writes changed the task:\n got %+v\nwant %+v", now, got)
+	}
+}
+
+// An engine that cannot continue the kept answer starts it over: the attempt
+// becomes the next, pending, with nothing kept, and only its own runner can
+// do that.
+func TestRestartStartsOverWithNothingKept(t *testing.T) {
+	t.Parallel()
+	s, clk := setup(t, postgres.Config{Lease: 10 * time.Second})
+	ctx := context.Background()
+	r := claim(t, s, newTask(t, s, "alice").ID)
+	if err := s.SaveSnapshot(ctx, task.Snapshot{TaskID: r.ID, Attempt: 1, FromSeq: r.Seq,
+		Seq: r.Seq + 1, Append: "kept", Progress: 30}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(11 * time.Second)
+	if _, err := s.ExpireLeases(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	cont := claim(t, s, r.ID)
+	if cont.Keep != 4 || cont.Output != "kept" {
+		t.Fatalf("continuation %+v", cont)
+	}
+	_, err := s.Restart(ctx, r.ID, 1)
+	wantErr(t, err, task.ErrFenced)
+	over, err := s.Restart(ctx, r.ID, cont.Attempt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if over.Status != task.StatusPending || over.Attempt != 3 || over.Seq != cont.Seq+1 ||
+		over.Output != "" || over.Keep != 0 || over.Progress != 0 || over.RunnerID != "" {
+		t.Fatalf("restarted %+v", over)
+	}
+	if e := task.StatusEvent(over); e.Keep != 0 || e.Attempt != 3 || e.Status != task.StatusPending {
+		t.Fatalf("status event %+v", e)
+	}
+	again := claim(t, s, r.ID)
+	if again.Attempt != 3 || again.Output != "" || again.Keep != 0 {
+		t.Fatalf("claimed after restart %+v", again)
+	}
+	tr := transitions(t, s, r.ID)
+	if tr[len(tr)-2] != "running>pending:restarted" {
+		t.Fatalf("transitions %v", tr)
 	}
 }
 

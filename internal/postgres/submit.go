@@ -172,7 +172,7 @@ func resubmit(ctx context.Context, tx pgx.Tx, r taskRow, req task.SubmitRequest,
 	}
 	retried, err := scanTask(tx.QueryRow(ctx, `
 		UPDATE tasks SET status = 'pending', attempt = attempt + 1, submit_attempt = attempt + 1,
-			seq = seq + 1, output = '', progress = 0, error = NULL, result_ref = NULL,
+			seq = seq + 1, output = '', keep = 0, progress = 0, error = NULL, result_ref = NULL,
 			runner_id = NULL, lease_until = NULL, cancel_requested = false,
 			finished_at = NULL, updated_at = $2
 		WHERE id = $1 AND status = 'failed'

@@ -13,15 +13,17 @@ import (
 // clients, so a gateway forwards them without re-encoding.
 type (
 	deltaWire struct {
-		Type   task.EventType `json:"type"`
-		TaskID string         `json:"task_id"`
-		Seq    int64          `json:"seq"`
-		Text   string         `json:"text"`
+		Type    task.EventType `json:"type"`
+		TaskID  string         `json:"task_id"`
+		Seq     int64          `json:"seq"`
+		Attempt int            `json:"attempt"`
+		Text    string         `json:"text"`
 	}
 	progressWire struct {
 		Type     task.EventType `json:"type"`
 		TaskID   string         `json:"task_id"`
 		Seq      int64          `json:"seq"`
+		Attempt  int            `json:"attempt"`
 		Progress int            `json:"progress"`
 		Stage    string         `json:"stage,omitempty"`
 	}
@@ -34,27 +36,44 @@ type (
 		Error     *string        `json:"error"`
 		ResultRef *string        `json:"result_ref"`
 	}
+	// startWire is a pending or running status event: it may be the first
+	// event of its attempt, so it carries the bytes the attempt kept.
+	startWire struct {
+		Type      task.EventType `json:"type"`
+		TaskID    string         `json:"task_id"`
+		Seq       int64          `json:"seq"`
+		Status    task.Status    `json:"status"`
+		Attempt   int            `json:"attempt"`
+		Error     *string        `json:"error"`
+		ResultRef *string        `json:"result_ref"`
+		Keep      int            `json:"keep"`
+	}
 	// otherWire is what an event of an unknown type encodes to; DecodeEvent
 	// refuses it. Only the three known types are ever made.
 	otherWire struct {
-		Type   task.EventType `json:"type"`
-		TaskID string         `json:"task_id"`
-		Seq    int64          `json:"seq"`
+		Type    task.EventType `json:"type"`
+		TaskID  string         `json:"task_id"`
+		Seq     int64          `json:"seq"`
+		Attempt int            `json:"attempt"`
 	}
 )
 
 // EncodeEvent is the wire JSON of a stream event: exactly the fields its type
-// has in PROTOCOL.md.
+// has in PROTOCOL.md. Every event carries its attempt; a pending or running
+// status event also carries keep (docs/protocol.md).
 func EncodeEvent(e task.Event) []byte {
 	switch e.Type {
 	case task.EventDelta:
-		return encode(deltaWire{e.Type, e.TaskID, e.Seq, e.Text})
+		return encode(deltaWire{e.Type, e.TaskID, e.Seq, e.Attempt, e.Text})
 	case task.EventProgress:
-		return encode(progressWire{e.Type, e.TaskID, e.Seq, e.Progress, e.Stage})
+		return encode(progressWire{e.Type, e.TaskID, e.Seq, e.Attempt, e.Progress, e.Stage})
 	case task.EventStatus:
+		if e.StartsAttempt() {
+			return encode(startWire{e.Type, e.TaskID, e.Seq, e.Status, e.Attempt, e.Error, e.ResultRef, e.Keep})
+		}
 		return encode(statusWire{e.Type, e.TaskID, e.Seq, e.Status, e.Attempt, e.Error, e.ResultRef})
 	}
-	return encode(otherWire{e.Type, e.TaskID, e.Seq})
+	return encode(otherWire{e.Type, e.TaskID, e.Seq, e.Attempt})
 }
 
 // eventIn is the union of the three shapes for decoding; pointers tell a
@@ -70,6 +89,7 @@ type eventIn struct {
 	Attempt   *int           `json:"attempt"`
 	Error     *string        `json:"error"`
 	ResultRef *string        `json:"result_ref"`
+	Keep      *int           `json:"keep"`
 }
 
 // ErrBadEvent is wrapped by every DecodeEvent error: the bytes are not an event
@@ -78,9 +98,10 @@ type eventIn struct {
 var ErrBadEvent = errors.New("bad event")
 
 // DecodeEvent is the inverse of EncodeEvent. It checks what the fold and the
-// gateway rely on: a known type, a task id, seq >= 1, and the fields of that
-// type (delta text; progress 0..100; a valid status and attempt >= 1). Fields
-// that do not belong to the type are dropped.
+// gateway rely on: a known type, a task id, seq >= 1, attempt >= 1, and the
+// fields of that type (delta text; progress 0..100; a valid status, and a
+// keep that is not negative). Fields that do not belong to the type are
+// dropped; a missing keep is 0.
 func DecodeEvent(data []byte) (task.Event, error) {
 	var in eventIn
 	if err := json.Unmarshal(data, &in); err != nil {
@@ -92,7 +113,10 @@ func DecodeEvent(data []byte) (task.Event, error) {
 	if in.Seq < 1 {
 		return task.Event{}, fmt.Errorf("%w: seq %d", ErrBadEvent, in.Seq)
 	}
-	e := task.Event{Type: in.Type, TaskID: in.TaskID, Seq: in.Seq}
+	if in.Attempt == nil || *in.Attempt < 1 {
+		return task.Event{}, fmt.Errorf("%w: no attempt", ErrBadEvent)
+	}
+	e := task.Event{Type: in.Type, TaskID: in.TaskID, Seq: in.Seq, Attempt: *in.Attempt}
 	switch in.Type {
 	case task.EventDelta:
 		if in.Text == nil {
@@ -108,10 +132,15 @@ func DecodeEvent(data []byte) (task.Event, error) {
 		if !in.Status.Valid() {
 			return task.Event{}, fmt.Errorf("%w: status %q", ErrBadEvent, in.Status)
 		}
-		if in.Attempt == nil || *in.Attempt < 1 {
-			return task.Event{}, fmt.Errorf("%w: status without attempt", ErrBadEvent)
+		e.Status, e.Error, e.ResultRef = in.Status, in.Error, in.ResultRef
+		if in.Keep != nil {
+			if *in.Keep < 0 {
+				return task.Event{}, fmt.Errorf("%w: keep %d", ErrBadEvent, *in.Keep)
+			}
+			if e.StartsAttempt() {
+				e.Keep = *in.Keep
+			}
 		}
-		e.Status, e.Attempt, e.Error, e.ResultRef = in.Status, *in.Attempt, in.Error, in.ResultRef
 	default:
 		return task.Event{}, fmt.Errorf("%w: type %q", ErrBadEvent, in.Type)
 	}

@@ -11,12 +11,13 @@ import (
 func TestEventRoundTrip(t *testing.T) {
 	t.Parallel()
 	events := []task.Event{
-		{Type: task.EventDelta, TaskID: tid, Seq: 1, Text: "t1 "},
-		{Type: task.EventDelta, TaskID: tid, Seq: 2, Text: ""},
-		{Type: task.EventDelta, TaskID: tid, Seq: 3, Text: "multi\nline \"quoted\" 😀 <b>"},
-		{Type: task.EventProgress, TaskID: tid, Seq: 4, Progress: 0},
-		{Type: task.EventProgress, TaskID: tid, Seq: 5, Progress: 100, Stage: "writing"},
+		{Type: task.EventDelta, TaskID: tid, Seq: 1, Attempt: 1, Text: "t1 "},
+		{Type: task.EventDelta, TaskID: tid, Seq: 2, Attempt: 1, Text: ""},
+		{Type: task.EventDelta, TaskID: tid, Seq: 3, Attempt: 2, Text: "multi\nline \"quoted\" 😀 <b>"},
+		{Type: task.EventProgress, TaskID: tid, Seq: 4, Attempt: 1, Progress: 0},
+		{Type: task.EventProgress, TaskID: tid, Seq: 5, Attempt: 1, Progress: 100, Stage: "writing"},
 		{Type: task.EventStatus, TaskID: tid, Seq: 6, Status: task.StatusRunning, Attempt: 1},
+		{Type: task.EventStatus, TaskID: tid, Seq: 6, Status: task.StatusPending, Attempt: 2, Keep: 420},
 		{Type: task.EventStatus, TaskID: tid, Seq: 7, Status: task.StatusFailed, Attempt: 3, Error: ptr("runner_lost")},
 		{Type: task.EventStatus, TaskID: tid, Seq: 1 << 40, Status: task.StatusDone, Attempt: 1, ResultRef: ptr("res-1")},
 	}
@@ -37,7 +38,7 @@ func TestDecodeEventDropsForeignFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := task.Event{Type: task.EventDelta, TaskID: "x", Seq: 2, Text: "a"}
+	want := task.Event{Type: task.EventDelta, TaskID: "x", Seq: 2, Attempt: 2, Text: "a"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %+v, want %+v", got, want)
 	}
@@ -50,6 +51,9 @@ func TestDecodeEventInvalid(t *testing.T) {
 		`null`,
 		`[]`,
 		`{"type":"delta","task_id":"x","seq":1}`,
+		`{"type":"delta","task_id":"x","seq":1,"text":"a"}`,
+		`{"type":"delta","task_id":"x","seq":1,"attempt":0,"text":"a"}`,
+		`{"type":"status","task_id":"x","seq":1,"status":"pending","attempt":2,"keep":-1}`,
 		`{"type":"delta","task_id":"x","seq":1,"text":null}`,
 		`{"type":"delta","task_id":"","seq":1,"text":"a"}`,
 		`{"type":"delta","task_id":"x","seq":0,"text":"a"}`,

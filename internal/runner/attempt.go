@@ -17,22 +17,21 @@ import (
 var (
 	// errCancel: the user cancelled; the attempt ends as cancelled.
 	errCancel = errors.New("cancel requested")
-	// errLeaseLapsed: no heartbeat succeeded for a whole lease, so another
-	// runner may own the task by now; behave as fenced.
-	errLeaseLapsed = errors.New("lease lapsed without a heartbeat")
-	// errPublish: an event could not be published or acknowledged. The log
-	// may have a hole, so the attempt stops writing and its lease expires:
-	// maintenance folds the log and hands the task on.
-	errPublish = errors.New("publish failed")
+	// errLeaseLapsed: no heartbeat succeeded for nearly a whole lease, so
+	// another runner may own the task soon; behave as fenced.
+	errLeaseLapsed = errors.New("lease lapsing without a heartbeat")
 	// errClosed: the engine wrote after the attempt ended.
 	errClosed = errors.New("attempt already ended")
+	// errRestart: the engine could not continue the kept prefix; the attempt
+	// hands the task on as a new attempt that starts over.
+	errRestart = errors.New("engine cannot continue: starting over")
 )
 
 // silent reports whether an attempt stopped for cause must write and
 // publish nothing more.
 func silent(cause error) bool {
 	return errors.Is(cause, task.ErrFenced) || errors.Is(cause, errLeaseLapsed) ||
-		errors.Is(cause, errPublish) || errors.Is(cause, errAbandoned)
+		errors.Is(cause, errAbandoned)
 }
 
 // historyLimit is how many earlier messages of the conversation an engine
@@ -41,44 +40,52 @@ const historyLimit = 200
 
 // attempt is one run of the engine on a claimed task. It is the engine's
 // engine.Output: it numbers and publishes what the engine writes, and its
-// snapshotter goroutine writes the batches to Postgres off the engine's path.
+// snapshotter goroutine writes the batches to Postgres off the engine's path
+// (publish.go).
 type attempt struct {
 	r    *Runner
 	io   context.Context // store and bus calls; cancelled only on abandon
 	ctx  context.Context // the engine's; cancelled with a cause by stop
 	stop context.CancelCauseFunc
 	log  *slog.Logger
-	// full wakes the snapshotter when a batch reached its size limits.
+	// full wakes the snapshotter when a batch reached its size limits or a
+	// publish failed.
 	full chan struct{}
 
 	claimed task.Task
 
 	mu sync.Mutex
+	// room is signalled (with mu) when unacknowledged events were
+	// acknowledged or the attempt stopped: an engine waiting for room in
+	// the outbox goes on.
+	room *sync.Cond
 	// pub publishes the events since the last cut; each cut gets a new one,
 	// so flushing the old one yields exactly the stream position of the
 	// cut's last event while the engine goes on publishing.
-	pub        Publisher
-	closed     bool      // no more engine writes
-	seq        int64     // last seq assigned
-	storedSeq  int64     // seq of the snapshot in Postgres
-	progress   int       // current progress (of the attempt)
-	unsaved    []byte    // delta text after storedSeq
-	cutN       int       // events since the last cut
-	cutBytes   int       // delta bytes since the last cut
-	unflushed  int       // events on pub not yet flushed
-	cutPos     uint64    // stream position of the last cut's last event
-	leaseUntil time.Time // by the runner's clock
-	snapshots  int       // SaveSnapshot calls, for the log
+	pub Publisher
+	// broken: a publish or an acknowledgement failed (NATS is away). New
+	// events only queue in unacked; the snapshotter publishes them all
+	// again, in order, until NATS acknowledges them.
+	broken     bool
+	closed     bool         // no more engine writes
+	seq        int64        // last seq assigned
+	storedSeq  int64        // seq of the snapshot in Postgres
+	progress   int          // current progress (of the attempt)
+	unsaved    []byte       // delta text after storedSeq
+	unacked    []task.Event // events not yet acknowledged by the log, in seq order
+	unackedLen int          // their approximate size in bytes
+	wrote      bool         // the engine wrote at least one delta
+	cutN       int          // events since the last cut
+	cutBytes   int          // delta bytes since the last cut
+	cutPos     uint64       // stream position of the last acknowledged event
+	leaseUntil time.Time    // by the runner's clock
+	snapshots  int          // SaveSnapshot calls, for the log
+	outages    int          // times the events were published again
 }
-
-// maxUnflushed bounds the events in flight without an ack: beyond it the
-// engine waits for the acks, so a publisher faster than the server slows
-// down instead of overflowing the client's async window.
-const maxUnflushed = 2048
 
 func newAttempt(r *Runner, work context.Context, claimed task.Task, log *slog.Logger) *attempt {
 	ctx, stop := context.WithCancelCause(work)
-	return &attempt{
+	a := &attempt{
 		r:          r,
 		io:         work,
 		ctx:        ctx,
@@ -90,21 +97,28 @@ func newAttempt(r *Runner, work context.Context, claimed task.Task, log *slog.Lo
 		seq:        claimed.Seq,
 		storedSeq:  claimed.Seq,
 		progress:   claimed.Progress,
+		cutPos:     claimed.StreamPos,
 		leaseUntil: r.cfg.Now().Add(r.cfg.Lease),
 	}
+	a.room = sync.NewCond(&a.mu)
+	// An engine waiting for room must see the attempt stop.
+	context.AfterFunc(ctx, func() {
+		a.mu.Lock()
+		a.room.Broadcast()
+		a.mu.Unlock()
+	})
+	return a
 }
 
 // run publishes the running status, runs the engine with the heartbeat and
 // the snapshotter alongside, and ends the attempt.
 func (a *attempt) run() {
 	defer a.stop(nil)
-	a.log.Info("attempt started", "seq", a.claimed.Seq)
-	// Claim wrote running to Postgres; now the log and the user's tabs.
+	a.log.Info("attempt started", "seq", a.claimed.Seq, "keep", a.claimed.Keep)
+	// Claim wrote running to Postgres; now the log and the user's tabs. The
+	// running event carries keep: a tab truncates to it and appends.
 	a.mu.Lock()
-	if err := a.pub.Publish(task.StatusEvent(a.claimed)); err != nil {
-		a.stop(fmt.Errorf("%w: running status: %v", errPublish, err))
-	}
-	a.unflushed++
+	a.queueLocked(task.StatusEvent(a.claimed))
 	a.mu.Unlock()
 	a.publishUserTask(a.claimed)
 
@@ -117,13 +131,21 @@ func (a *attempt) run() {
 
 	var err error
 	if a.ctx.Err() == nil {
-		in := engine.Input{TaskID: a.claimed.ID, Content: a.claimed.Input}
+		in := engine.Input{TaskID: a.claimed.ID, Content: a.claimed.Input, Prefix: a.claimed.Output}
 		in.History, err = a.r.store.Context(a.ctx, a.claimed.ID, historyLimit)
 		if err != nil {
 			// The engine can still answer the message itself; say so and go on.
 			a.log.Warn("conversation context unavailable", "err", err)
 		}
+		if in.Prefix != "" {
+			a.log.Info("continuing a lost attempt's answer", "keep", len(in.Prefix))
+		}
 		err = a.r.cfg.Engine.Run(a.ctx, in, a)
+		if errors.Is(err, engine.ErrCannotContinue) && a.claimed.Keep > 0 && !a.engineWrote() {
+			a.log.Warn("engine cannot continue the kept answer: starting it over as a new attempt",
+				"keep", a.claimed.Keep, "reason", err)
+			a.stop(errRestart)
+		}
 	}
 	a.mu.Lock()
 	a.closed = true
@@ -132,7 +154,11 @@ func (a *attempt) run() {
 	// heartbeat keeps the lease while the attempt ends.
 	stopSnapshots()
 	<-snapshotterDone
-	a.end(err)
+	if errors.Is(context.Cause(a.ctx), errRestart) {
+		a.restart()
+	} else {
+		a.end(err)
+	}
 	stopHeartbeat()
 	<-heartbeatDone
 }
@@ -156,162 +182,105 @@ func (a *attempt) Progress(percent int, stage string) error {
 }
 
 // Usage records the model's token counts (engine.UsageRecorder) in the log,
-// where an operator can sum them per runner.
+// per attempt, so an operator can see what a lost runner cost.
 func (a *attempt) Usage(promptTokens, completionTokens int) {
-	a.log.Info("token usage", "prompt_tokens", promptTokens, "completion_tokens", completionTokens)
+	a.log.Info("token usage", "task", a.claimed.ID, "prompt_tokens", promptTokens,
+		"completion_tokens", completionTokens, "keep", a.claimed.Keep)
 }
 
 var _ engine.UsageRecorder = (*attempt)(nil)
 
-// emit numbers e, publishes it asynchronously and adds it to the batch.
+// Limits of the outbox: the events published but not yet acknowledged. While
+// NATS is away they pile up here (and are published again when it is back);
+// at either limit the engine waits, so a long outage slows the engine down
+// instead of growing memory without bound.
+const (
+	maxUnacked      = 1 << 16
+	maxUnackedBytes = 16 << 20
+	// eventOverhead approximates an event's size beyond its text.
+	eventOverhead = 96
+)
+
+// emit numbers e and queues it for publishing, waiting while the outbox is
+// full.
 func (a *attempt) emit(e task.Event) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.closed {
-		return errClosed
-	}
-	if a.ctx.Err() != nil {
-		return context.Cause(a.ctx)
-	}
-	if !a.r.cfg.Now().Before(a.leaseUntil) {
-		a.stop(errLeaseLapsed)
-		return errLeaseLapsed
+	for {
+		if a.closed {
+			return errClosed
+		}
+		if a.ctx.Err() != nil {
+			return context.Cause(a.ctx)
+		}
+		if !a.leaseHeldLocked() {
+			a.log.Warn("no heartbeat succeeded for most of the lease: going quiet before another runner takes over")
+			a.stop(errLeaseLapsed)
+			return errLeaseLapsed
+		}
+		if len(a.unacked) < maxUnacked && a.unackedLen < maxUnackedBytes {
+			break
+		}
+		a.room.Wait()
 	}
 	if e.Type == task.EventProgress && e.Progress <= a.progress {
 		return nil
 	}
-	e.TaskID, e.Seq = a.claimed.ID, a.seq+1
-	if err := a.pub.Publish(e); err != nil {
-		err = fmt.Errorf("%w: seq %d: %v", errPublish, e.Seq, err)
-		a.stop(err)
-		return err
-	}
+	e.TaskID, e.Seq, e.Attempt = a.claimed.ID, a.seq+1, a.claimed.Attempt
+	a.queueLocked(e)
 	a.seq = e.Seq
 	a.cutN++
-	a.unflushed++
 	switch e.Type {
 	case task.EventDelta:
 		a.unsaved = append(a.unsaved, e.Text...)
 		a.cutBytes += len(e.Text)
+		a.wrote = true
 	case task.EventProgress:
 		a.progress = e.Progress
 	}
 	if a.fullLocked() {
-		select {
-		case a.full <- struct{}{}:
-		default:
-		}
-	}
-	if a.unflushed >= maxUnflushed {
-		if _, err := a.pub.Flush(a.io); err != nil {
-			err = fmt.Errorf("%w: flush to seq %d: %v", errPublish, a.seq, err)
-			a.stop(err)
-			return err
-		}
-		a.unflushed = 0
+		a.wake()
 	}
 	return nil
 }
 
-// snapshotter writes a snapshot every SnapshotInterval and whenever a batch
-// is full, one at a time, until ctx is done. While it waits for acks and
-// Postgres the engine goes on publishing, so a slow snapshot write makes
-// the next batch bigger instead of slowing the stream.
-func (a *attempt) snapshotter(ctx context.Context) {
-	t := time.NewTicker(a.r.cfg.SnapshotInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			a.snapshot(false)
-		case <-a.full:
-			a.snapshot(true)
-		}
-	}
-}
-
-// snapshot cuts the batch, waits for its events' acks and writes it. A
-// store error other than fencing keeps the text, and the next snapshot
-// writes it with whatever came after. onlyFull skips a batch that is not
-// full (a wake-up sent before the previous cut).
-func (a *attempt) snapshot(onlyFull bool) {
-	a.mu.Lock()
-	if a.closed || a.ctx.Err() != nil || a.seq == a.storedSeq ||
-		onlyFull && !a.fullLocked() {
-		a.mu.Unlock()
-		return
-	}
-	pub := a.cutLocked()
-	sn := a.snapshotLocked()
-	a.mu.Unlock()
-
-	pos, err := a.flushCut(pub)
-	if err != nil {
-		a.stop(fmt.Errorf("%w: flush to seq %d: %v", errPublish, sn.Seq, err))
-		return
-	}
-	sn.StreamPos = pos
-	err = a.r.store.SaveSnapshot(a.io, sn)
-	switch {
-	case errors.Is(err, task.ErrFenced):
-		a.log.Warn("attempt fenced out: stopping without further writes", "seq", sn.Seq)
-		a.stop(task.ErrFenced)
-		return
-	case err != nil:
-		a.log.Warn("save snapshot, will retry with the next batch", "seq", sn.Seq, "err", err)
-		return
-	}
-	a.mu.Lock()
-	a.storedSeq = sn.Seq
-	a.unsaved = append(a.unsaved[:0], a.unsaved[len(sn.Append):]...)
-	a.snapshots++
-	a.mu.Unlock()
-}
-
-// fullLocked reports whether the batch reached a size limit. a.mu is held.
-func (a *attempt) fullLocked() bool {
-	return a.cutN >= a.r.cfg.SnapshotEvents || a.cutBytes >= a.r.cfg.SnapshotBytes
-}
-
-// cutLocked ends the current batch: it returns the publisher holding its
-// events and gives later events a new one. a.mu is held.
-func (a *attempt) cutLocked() Publisher {
-	pub := a.pub
-	a.pub = a.r.bus.NewPublisher()
-	a.cutN, a.cutBytes, a.unflushed = 0, 0, 0
-	return pub
-}
-
-// flushCut waits for the acks of a cut's publisher and returns the stream
-// position of the cut's last event. A publisher with no events belongs to a
-// cut with none: its last event is the previous cut's.
-func (a *attempt) flushCut(pub Publisher) (uint64, error) {
-	pos, err := pub.Flush(a.io)
-	if err != nil {
-		return 0, err
-	}
+// engineWrote reports whether the engine wrote any text in this attempt.
+func (a *attempt) engineWrote() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if pos == 0 {
-		pos = a.cutPos
-	}
-	a.cutPos = pos
-	return pos, nil
+	return a.wrote
 }
 
-// snapshotLocked is everything after the stored snapshot, up to a.seq,
-// without its stream position. a.mu is held.
-func (a *attempt) snapshotLocked() task.Snapshot {
-	return task.Snapshot{
-		TaskID:   a.claimed.ID,
-		Attempt:  a.claimed.Attempt,
-		FromSeq:  a.storedSeq,
-		Seq:      a.seq,
-		Append:   string(a.unsaved),
-		Progress: a.progress,
+// wake asks the snapshotter to run now.
+func (a *attempt) wake() {
+	select {
+	case a.full <- struct{}{}:
+	default:
 	}
+}
+
+// restart hands the task on as a new attempt with nothing kept: the store
+// makes it pending (its status event is the new attempt's first, keep 0, so
+// every tab clears the kept text), and the dispatch goes through the queue
+// like any other. The running event of this attempt is flushed first, so
+// the log keeps the order.
+func (a *attempt) restart() {
+	if _, err := a.settle(); err != nil {
+		a.log.Warn("restart: events not acknowledged; leaving the task to lease expiry", "err", err)
+		return
+	}
+	t, err := a.r.store.Restart(a.io, a.claimed.ID, a.claimed.Attempt)
+	if err != nil {
+		a.log.Warn("restart refused: leaving the task as it is", "err", err)
+		return
+	}
+	a.publishStatus(task.StatusEvent(t))
+	a.publishUserTask(t)
+	if err := a.r.bus.Dispatch(a.io, t.ID, t.Attempt); err != nil {
+		// Maintenance dispatches pending tasks again.
+		a.log.Warn("dispatch the restarted attempt", "err", err)
+	}
+	a.log.Info("answer starts over", "new_attempt", t.Attempt, "seq", t.Seq)
 }
 
 // publishUserTask sends the user's task event; a failure only delays other
@@ -321,3 +290,8 @@ func (a *attempt) publishUserTask(t task.Task) {
 		a.log.Warn("publish user task event", "seq", t.Seq, "status", t.Status, "err", err)
 	}
 }
+
+// errNotSettled wraps why the attempt's events could not all be acknowledged.
+var errNotSettled = errors.New("events not acknowledged")
+
+func notSettled(err error) error { return fmt.Errorf("%w: %v", errNotSettled, err) }

@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/tether-dev/tether/internal/engine"
@@ -16,8 +15,7 @@ const engineErrorMessage = "engine error"
 
 // end writes the attempt's outcome: Postgres first (Finish, with the last
 // batch), then the terminal status event and the user's task event. A
-// silent stop (fenced, lease lapsed, publish failure, abandoned) writes
-// nothing at all.
+// silent stop (fenced, lease lapsed, abandoned) writes nothing at all.
 func (a *attempt) end(runErr error) {
 	var cause error
 	if a.ctx.Err() != nil {
@@ -42,16 +40,15 @@ func (a *attempt) end(runErr error) {
 	}
 
 	// The snapshotter has stopped: the last batch is everything after the
-	// stored snapshot, and its events are all on the current publisher or
-	// already flushed.
+	// stored snapshot. Its events must be in the log before the finish is
+	// in Postgres; settle publishes them again if NATS lost them.
 	a.mu.Lock()
-	pub := a.cutLocked()
 	f.Snapshot = a.snapshotLocked()
 	f.Snapshot.Seq = a.seq + 1 // the terminal status event's
 	a.mu.Unlock()
-	pos, err := a.flushCut(pub)
+	pos, err := a.settle()
 	if err != nil {
-		a.log.Error("flush before finish; stopping without finishing", "seq", f.Seq-1, "err", err)
+		a.log.Error("events not in the log; stopping without finishing", "seq", f.Seq-1, "err", err)
 		return
 	}
 	f.StreamPos = pos
@@ -63,9 +60,10 @@ func (a *attempt) end(runErr error) {
 	if finished.Seq != f.Seq {
 		a.log.Error("store finished at an unexpected seq", "seq", f.Seq, "stored_seq", finished.Seq)
 	}
-	a.publishTerminal(task.StatusEvent(finished))
+	a.publishStatus(task.StatusEvent(finished))
 	a.publishUserTask(finished)
-	a.log.Info("attempt finished", "status", finished.Status, "seq", finished.Seq, "snapshots", a.snapshots)
+	a.log.Info("attempt finished", "status", finished.Status, "seq", finished.Seq,
+		"keep", a.claimed.Keep, "snapshots", a.snapshots, "republished", a.outages)
 }
 
 // finish writes f, switching to cancelled when the store says a cancel was
@@ -95,28 +93,6 @@ func (a *attempt) finish(f task.Finish) (task.Task, bool) {
 		}
 		wait = min(2*wait, 2*time.Second)
 	}
-}
-
-// publishTerminal publishes the status event that ends the attempt and
-// waits for its acknowledgement, retrying a few times: the event id makes a
-// repeat harmless.
-func (a *attempt) publishTerminal(e task.Event) {
-	wait := 100 * time.Millisecond
-	var err error
-	for range 5 {
-		pub := a.r.bus.NewPublisher()
-		if err = pub.Publish(e); err == nil {
-			if _, err = pub.Flush(a.io); err == nil {
-				return
-			}
-		}
-		a.log.Warn("publish terminal status, retrying", "seq", e.Seq, "err", err)
-		if !sleep(a.io, wait) {
-			break
-		}
-		wait *= 2
-	}
-	a.log.Error("terminal status is in Postgres but not in the log", "seq", e.Seq, "err", fmt.Errorf("publish: %w", err))
 }
 
 func (a *attempt) lastSeq() int64 {

@@ -8,12 +8,14 @@ import (
 	"github.com/tether-dev/tether/internal/task"
 )
 
-// heartbeat extends the attempt's lease every Lease/3 until ctx is done. It
-// is also how a cancel whose NATS message was lost still arrives, and how a
-// runner learns that its attempt was fenced out.
+// heartbeat extends the attempt's lease every Lease/3 until ctx is done. A
+// failed heartbeat (Postgres restarting, a network blip) is retried
+// promptly, every Lease/10, so a short outage costs no lease. It is also
+// how a cancel whose NATS message was lost still arrives, and how a runner
+// learns that its attempt was fenced out.
 func (a *attempt) heartbeat(ctx context.Context) {
-	every := a.r.cfg.Lease / 3
-	t := time.NewTicker(every)
+	every, retry := a.r.cfg.Lease/3, max(a.r.cfg.Lease/10, time.Millisecond)
+	t := time.NewTimer(every)
 	defer t.Stop()
 	for {
 		select {
@@ -34,7 +36,8 @@ func (a *attempt) heartbeat(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			a.log.Warn("heartbeat failed", "err", err)
+			a.log.Warn("heartbeat failed, retrying", "err", err, "retry_in", retry)
+			t.Reset(retry)
 			continue
 		}
 		a.mu.Lock()
@@ -45,7 +48,20 @@ func (a *attempt) heartbeat(ctx context.Context) {
 		if cancelRequested {
 			a.stop(errCancel)
 		}
+		t.Reset(every)
 	}
+}
+
+// leaseMargin is how long before its lease runs out (by its own clock) a
+// runner that could not renew it stops publishing: a fifth of the lease, so
+// that what it already sent is in the log before maintenance folds the log
+// and hands the task to another runner.
+func (a *attempt) leaseMargin() time.Duration { return a.r.cfg.Lease / 5 }
+
+// leaseHeldLocked reports whether the runner may still publish for this
+// attempt: its lease, less the margin, has not run out. a.mu is held.
+func (a *attempt) leaseHeldLocked() bool {
+	return a.r.cfg.Now().Before(a.leaseUntil.Add(-a.leaseMargin()))
 }
 
 // leaseValid reports whether the runner still holds its lease by its own clock.

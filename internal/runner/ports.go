@@ -13,6 +13,9 @@ import (
 // fenced by the attempt it holds.
 type Store interface {
 	Claim(ctx context.Context, c task.Claim) (task.Task, error)
+	// Restart makes the runner's attempt a new pending attempt with nothing
+	// kept, for an engine that cannot continue the kept prefix.
+	Restart(ctx context.Context, taskID string, attempt int) (task.Task, error)
 	Heartbeat(ctx context.Context, taskID string, attempt int) (cancelRequested bool, err error)
 	SaveSnapshot(ctx context.Context, s task.Snapshot) error
 	Finish(ctx context.Context, f task.Finish) (task.Task, error)
@@ -38,9 +41,10 @@ type Bus interface {
 	// ctx is done Consume pulls nothing more, waits for handlers and runs,
 	// and returns; the ctx handlers get is not cancelled by it.
 	Consume(ctx context.Context, capacity int, handle func(ctx context.Context, d Dispatch) (run func(), err error)) error
-	// LastSeq is the seq of the last event in the task's log (0 if none),
-	// so a claim numbers its events after anything a dead runner published.
-	LastSeq(ctx context.Context, taskID string) (int64, error)
+	// Dispatch asks a runner (any, this one included) to run the task's
+	// attempt: after a restart, the new attempt goes through the queue like
+	// any other.
+	Dispatch(ctx context.Context, taskID string, attempt int) error
 	// NewPublisher returns a publisher for the events of one attempt.
 	NewPublisher() Publisher
 	// PublishUserTask sends the user's "task" event (PROTOCOL.md section 4).

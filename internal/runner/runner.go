@@ -4,17 +4,23 @@
 //
 // Order of writes for one attempt (DESIGN.md "Dispatch and leases"):
 //
-//  1. read the last seq of the task's log, Claim in Postgres (running, seq
-//     after that), then publish the running status and the user's task event;
-//  2. publish each delta/progress asynchronously with the next seq; for each
-//     batch (see Config), wait for its acks, then SaveSnapshot with the
-//     stream position of its last event, off the engine's path;
+//  1. Claim in Postgres (running, the next seq), then publish the running
+//     status (with keep: the bytes kept from a lost attempt, which the
+//     engine continues) and the user's task event;
+//  2. publish each delta/progress asynchronously with the next seq and the
+//     attempt; for each batch (see Config), wait for its acks, then
+//     SaveSnapshot with the stream position of its last event, off the
+//     engine's path. Events stay in memory until acknowledged: when NATS is
+//     away they are published again, in order, once it is back (message ids
+//     drop what was stored already), so an outage is a pause, not a lost
+//     attempt;
 //  3. flush, Finish in Postgres with the last batch, then publish the
 //     terminal status and the user's task event. Nothing of the attempt is
 //     published after that.
 //
 // A fenced attempt (its lease lost, or the task finished by someone else)
-// publishes and writes nothing more.
+// publishes and writes nothing more, and a runner that cannot renew its
+// lease stops publishing before the lease runs out.
 package runner
 
 import (
@@ -135,19 +141,18 @@ func (r *Runner) routeCancel(taskID string) {
 	}
 }
 
-// claim reads the last seq of the task's log and claims the task after it.
-// A task that is nobody's to run any more gives (nil, nil): the dispatch is
-// spent. A store or bus failure gives an error: the dispatch comes back.
+// claim claims the dispatched task. Only a pending task is claimable, and
+// the store's seq is past every logged event of its attempt (maintenance
+// folded the log in when it handed a lost runner's task over), so no log
+// read is needed. A task that is nobody's to run any more gives (nil, nil):
+// the dispatch is spent. A store failure gives an error: the dispatch comes
+// back.
 func (r *Runner) claim(ctx context.Context, d Dispatch) (*attempt, error) {
 	log := r.log.With("task", d.TaskID)
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("runner %s: shutting down", r.cfg.ID)
 	}
-	lastSeq, err := r.bus.LastSeq(ctx, d.TaskID)
-	if err != nil {
-		return nil, fmt.Errorf("runner %s: %w", r.cfg.ID, err)
-	}
-	claimed, err := r.store.Claim(ctx, task.Claim{TaskID: d.TaskID, RunnerID: r.cfg.ID, LastSeq: lastSeq})
+	claimed, err := r.store.Claim(ctx, task.Claim{TaskID: d.TaskID, RunnerID: r.cfg.ID})
 	switch {
 	case errors.Is(err, task.ErrNotClaimable), task.ErrorCode(err) == task.CodeNotFound:
 		log.Debug("dispatch dropped: task not claimable", "dispatch_attempt", d.Attempt, "err", err)

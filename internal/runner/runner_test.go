@@ -150,7 +150,8 @@ func TestCompetingRunnersRunEachAttemptOnce(t *testing.T) {
 }
 
 // A runner that lost its lease (maintenance handed the task to a new
-// attempt) publishes nothing more; the new attempt numbers after the log.
+// attempt) publishes nothing more; the new attempt numbers after the log
+// and continues the answer from what the lost one logged.
 func TestLeaseLostRunnerPublishesNothingMore(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
@@ -196,8 +197,13 @@ func TestLeaseLostRunnerPublishesNothingMore(t *testing.T) {
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("log:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if done.Attempt != 2 || done.Output != "second " {
+	if done.Attempt != 2 || done.Output != "first second " {
 		t.Fatalf("stored attempt %d output %q", done.Attempt, done.Output)
+	}
+	for _, ev := range events {
+		if ev.Type == task.EventStatus && ev.Attempt == 2 && ev.Status.Active() && ev.Keep != len("first ") {
+			t.Fatalf("attempt 2's %s event keeps %d bytes, want %d", ev.Status, ev.Keep, len("first "))
+		}
 	}
 }
 
@@ -215,7 +221,7 @@ func TestSnapshotBatches(t *testing.T) {
 	done := e.waitStatus(tk.ID, task.StatusDone)
 	events := e.log(tk.ID)
 	e.checkLog(events, done)
-	msgs, err := e.bus.ReadLog(context.Background(), tk.ID, 0, 0)
+	msgs, err := e.bus.ReadLog(context.Background(), tk.ID, task.Position{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

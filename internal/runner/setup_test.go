@@ -150,7 +150,7 @@ func (e *env) waitStatus(id string, want task.Status) task.Task {
 // log reads the whole task log.
 func (e *env) log(id string) []task.Event {
 	e.t.Helper()
-	msgs, err := e.bus.ReadLog(context.Background(), id, 0, 0)
+	msgs, err := e.bus.ReadLog(context.Background(), id, task.Position{}, 0)
 	if err != nil {
 		e.t.Fatalf("read log: %v", err)
 	}
@@ -175,7 +175,9 @@ func (e *env) checkLog(events []task.Event, stored task.Task) {
 			e.t.Fatalf("event seq %d follows terminal status %s", ev.Seq, events[i-1].Status)
 		}
 		if ev.Seq <= stored.Seq {
-			folded.Apply(ev)
+			if step := folded.Apply(ev); step != task.StepNext && step != task.StepStart {
+				e.t.Fatalf("event %+v does not continue attempt %d seq %d (step %d)", ev, folded.Attempt, folded.Seq, step)
+			}
 		}
 	}
 	if folded.Output != stored.Output || folded.Seq != stored.Seq {

@@ -60,9 +60,8 @@ type Store interface {
 type Claim struct {
 	TaskID   string
 	RunnerID string
-	// LastSeq is the seq of the last event of the task found in the log, so
-	// numbering continues after events a dead runner published but never
-	// snapshotted.
+	// LastSeq is the seq of the last event of the claimed attempt found in
+	// the log (0 if none), so numbering never reuses a logged seq.
 	LastSeq int64
 }
 
@@ -91,10 +90,17 @@ type Finish struct {
 // RunnerStore is what a runner needs: the writes of the task it holds, all
 // fenced by the attempt number.
 type RunnerStore interface {
-	// Claim makes a pending task (or a running one whose lease expired)
-	// running for this runner with a fresh lease. The returned task's Seq is
-	// the seq of the running status event the runner publishes next.
+	// Claim makes a pending task running for this runner with a fresh
+	// lease. The returned task's Seq is the seq of the running status event
+	// the runner publishes next; its Output is the prefix the attempt kept
+	// (Keep bytes), which the engine continues. A running task whose lease
+	// expired is not claimable: maintenance hands it over first, folding the
+	// log into the snapshot.
 	Claim(ctx context.Context, c Claim) (Task, error)
+	// Restart starts the runner's attempt over as a new pending attempt with
+	// no kept output (its engine cannot continue the kept prefix); the
+	// returned task's status event is the new attempt's first.
+	Restart(ctx context.Context, taskID string, attempt int) (Task, error)
 	// Heartbeat extends the lease; it reports whether a cancel was requested.
 	Heartbeat(ctx context.Context, taskID string, attempt int) (cancelRequested bool, err error)
 	SaveSnapshot(ctx context.Context, s Snapshot) error

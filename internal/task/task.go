@@ -76,6 +76,9 @@ const (
 	ReasonCancelled    = "cancelled"
 	ReasonLeaseExpired = "lease_expired"
 	ReasonReleased     = "released"
+	// ReasonRestarted: the runner's engine could not continue a kept prefix,
+	// so the answer starts over as a new attempt.
+	ReasonRestarted = "restarted"
 
 	// ErrNoRunner is the task error when no runner claimed it within the pending timeout.
 	ErrNoRunner = "no_runner"
@@ -115,6 +118,10 @@ type Task struct {
 	// StreamPos is the JetStream stream sequence of the event at Seq, so a
 	// subscriber can read the events after the snapshot from the log.
 	StreamPos uint64 `json:"-"`
+	// Keep is how many bytes of Output the current attempt kept from the
+	// attempt before it (a lost runner's answer is continued, not
+	// restarted); its pending and running status events carry it.
+	Keep int `json:"-"`
 	// CancelRequested is set when a user cancelled while a runner held the
 	// task; the runner writes the cancelled status itself.
 	CancelRequested bool      `json:"-"`

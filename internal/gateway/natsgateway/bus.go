@@ -24,8 +24,8 @@ func (g gatewayBus) SubscribeTask(taskID string, fn func(gateway.Msg)) (func() e
 	return g.Bus.SubscribeTask(taskID, func(m natsbus.Msg) { fn(toGateway(m)) })
 }
 
-func (g gatewayBus) ReadLog(ctx context.Context, taskID string, afterSeq int64, fromStreamPos uint64) ([]gateway.Msg, error) {
-	ms, err := g.Bus.ReadLog(ctx, taskID, afterSeq, fromStreamPos)
+func (g gatewayBus) ReadLog(ctx context.Context, taskID string, after task.Position, fromStreamPos uint64) ([]gateway.Msg, error) {
+	ms, err := g.Bus.ReadLog(ctx, taskID, after, fromStreamPos)
 	if err != nil {
 		return nil, err
 	}

@@ -28,15 +28,6 @@ func (b Bus) Consume(ctx context.Context, capacity int, handle func(ctx context.
 	})
 }
 
-// LastSeq implements runner.Bus.
-func (b Bus) LastSeq(ctx context.Context, taskID string) (int64, error) {
-	m, ok, err := b.Bus.LastEvent(ctx, taskID)
-	if err != nil || !ok {
-		return 0, err
-	}
-	return m.Event.Seq, nil
-}
-
 // NewPublisher implements runner.Bus.
 func (b Bus) NewPublisher() runner.Publisher { return b.Bus.NewPublisher() }
 

@@ -1,0 +1,165 @@
+package runner_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tether-dev/tether/internal/engine"
+	"github.com/tether-dev/tether/internal/maintenance"
+	"github.com/tether-dev/tether/internal/natsbus"
+	"github.com/tether-dev/tether/internal/runner"
+	"github.com/tether-dev/tether/internal/task"
+)
+
+// streamOf is the demo engine's exact answer to /stream n.
+func streamOf(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "t%d ", i)
+	}
+	return b.String()
+}
+
+// loseRunner lets a runner stream until the log holds at least deltas
+// deltas of tk, then takes it away without a word (as a kill would: it is
+// abandoned, writing nothing more), and lets maintenance hand the task over
+// once the store's clock is past the lease. It returns the new attempt's
+// pending task.
+func (e *env) loseRunner(tk task.Task, cfg runner.Config, deltas int) task.Task {
+	e.t.Helper()
+	cfg.DrainTimeout = time.Millisecond
+	stop := e.startRunner(cfg, nil)
+	waitFor(e.t, "the first deltas", func() bool { return len(e.log(tk.ID)) > deltas })
+	stop()
+	e.clock.Advance(time.Hour)
+	(&maintenance.Loop{Store: e.store, Bus: e.bus}).Tick(context.Background())
+	handed, err := e.store.Load(context.Background(), tk.ID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if handed.Status != task.StatusPending || handed.Attempt != 2 {
+		e.t.Fatalf("after the lost runner: %s attempt %d", handed.Status, handed.Attempt)
+	}
+	return handed
+}
+
+// A runner lost mid-answer is replaced by an attempt that keeps what the
+// log holds and continues at the next token: the answer is exactly the one
+// an uninterrupted run gives, and no byte of it is produced twice.
+func TestLostRunnersAnswerIsContinued(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	tk := e.submit("/stream 300 3")
+	handed := e.loseRunner(tk, runner.Config{ID: "lost"}, 40)
+	full := streamOf(300)
+	if handed.Keep == 0 || handed.Keep != len(handed.Output) || !strings.HasPrefix(full, handed.Output) {
+		t.Fatalf("handed over keeping %d bytes %q", handed.Keep, handed.Output)
+	}
+
+	e.startRunner(runner.Config{ID: "next"}, nil)
+	done := e.waitStatus(tk.ID, task.StatusDone)
+	events := e.log(tk.ID)
+	e.checkLog(events, done)
+	if done.Output != full || done.Attempt != 2 {
+		t.Fatalf("attempt %d output %q", done.Attempt, done.Output)
+	}
+	var second strings.Builder
+	for _, ev := range events {
+		switch {
+		case ev.Attempt == 2 && ev.Type == task.EventDelta:
+			second.WriteString(ev.Text)
+		case ev.Attempt == 2 && ev.StartsAttempt() && ev.Keep != handed.Keep:
+			t.Fatalf("attempt 2's %s event keeps %d, want %d", ev.Status, ev.Keep, handed.Keep)
+		}
+	}
+	if handed.Output+second.String() != full {
+		t.Fatalf("attempt 2 wrote %d bytes after a %d-byte prefix; together they are not the answer",
+			second.Len(), handed.Keep)
+	}
+}
+
+// cannotContinue is an engine like a model server without prefill: it
+// refuses a kept prefix and otherwise answers as the demo engine does.
+type cannotContinue struct{ engine.Demo }
+
+func (c *cannotContinue) Run(ctx context.Context, in engine.Input, out engine.Output) error {
+	if in.Prefix != "" {
+		return fmt.Errorf("no prefill here: %w", engine.ErrCannotContinue)
+	}
+	return c.Demo.Run(ctx, in, out)
+}
+
+// An engine that cannot continue starts the answer over as a new attempt
+// whose first event keeps nothing, so every tab clears the kept text.
+func TestEngineThatCannotContinueStartsOver(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	tk := e.submit("/stream 100 3")
+	e.loseRunner(tk, runner.Config{ID: "lost"}, 20)
+
+	e.startRunner(runner.Config{ID: "no-prefill", Engine: &cannotContinue{}}, nil)
+	done := e.waitStatus(tk.ID, task.StatusDone)
+	events := e.log(tk.ID)
+	e.checkLog(events, done)
+	if done.Output != streamOf(100) || done.Attempt != 3 {
+		t.Fatalf("attempt %d output %q", done.Attempt, done.Output)
+	}
+	var starts []string
+	for _, ev := range events {
+		if ev.StartsAttempt() {
+			starts = append(starts, fmt.Sprintf("%s %d keep>0=%v", ev.Status, ev.Attempt, ev.Keep > 0))
+		}
+	}
+	want := "running 1 keep>0=false|pending 2 keep>0=true|running 2 keep>0=true|pending 3 keep>0=false|running 3 keep>0=false"
+	if got := strings.Join(starts, "|"); got != want {
+		t.Fatalf("attempt starts:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// A NATS outage longer than the publish ack timeout is a pause: the runner
+// keeps its lease in Postgres and its events in memory, publishes them again
+// when the server is back, and the answer finishes on the same attempt,
+// exact and with a contiguous log.
+func TestNATSOutageIsAPause(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	store := t.TempDir()
+	srv, err := natsbus.StartServer(natsbus.ServerConfig{Listen: "127.0.0.1:0", StoreDir: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := srv.Addr().String()
+	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	bus, err := natsbus.Connect(ctx, srv.ClientURL(), natsbus.Config{Name: "outage",
+		FetchWait: 200 * time.Millisecond, PublishAckTimeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(bus.Close)
+	e.bus = bus
+
+	tk := e.submit("/stream 150 20")
+	e.startRunner(runner.Config{ID: "r1"}, nil)
+	waitFor(t, "the first deltas", func() bool { return len(e.log(tk.ID)) > 20 })
+
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	// The outage itself: three ack timeouts and two leases long.
+	time.Sleep(3 * time.Second)
+	srv, err = natsbus.StartServer(natsbus.ServerConfig{Listen: addr, StoreDir: store})
+	if err != nil {
+		t.Fatalf("restart NATS on %s: %v", addr, err)
+	}
+
+	done := e.waitStatus(tk.ID, task.StatusDone)
+	events := e.log(tk.ID)
+	e.checkLog(events, done)
+	if done.Attempt != 1 || done.Output != streamOf(150) {
+		t.Fatalf("attempt %d output %q", done.Attempt, done.Output)
+	}
+}

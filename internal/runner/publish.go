@@ -1,0 +1,267 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/tether-dev/tether/internal/task"
+)
+
+// The attempt's publishing path. Events are published asynchronously and
+// kept in unacked until the log acknowledges them. A cut (one per snapshot)
+// waits for the acknowledgements of the events before it; when one fails,
+// or NATS refuses a publish, the attempt turns broken: the engine's new
+// events only queue, and republish sends everything unacknowledged again,
+// in order, with backoff, until NATS takes it. JetStream's de-duplication
+// (message id task-attempt-seq) drops what had been stored already. So a
+// NATS outage of any length is a pause for the attempt, which only gives up
+// when it loses its lease.
+
+// queueLocked adds e to the outbox and publishes it unless the attempt is
+// broken. a.mu is held.
+func (a *attempt) queueLocked(e task.Event) {
+	a.unacked = append(a.unacked, e)
+	a.unackedLen += len(e.Text) + eventOverhead
+	if a.broken {
+		return
+	}
+	if err := a.pub.Publish(e); err != nil {
+		a.log.Warn("publish failed: keeping events until NATS is back", "seq", e.Seq, "err", err)
+		a.broken = true
+		a.wake()
+	}
+}
+
+// ackedLocked drops the events up to seq from the outbox; pos is the stream
+// position of the one at seq (0: unknown, keep the last known). a.mu is held.
+func (a *attempt) ackedLocked(seq int64, pos uint64) {
+	i := 0
+	for i < len(a.unacked) && a.unacked[i].Seq <= seq {
+		a.unackedLen -= len(a.unacked[i].Text) + eventOverhead
+		i++
+	}
+	a.unacked = append(a.unacked[:0], a.unacked[i:]...)
+	if pos != 0 {
+		a.cutPos = pos
+	}
+	a.room.Broadcast()
+}
+
+// snapshotter writes a snapshot every SnapshotInterval and whenever a batch
+// is full (or a publish failed), one at a time, until ctx is done. While it
+// waits for acks and Postgres the engine goes on publishing, so a slow
+// snapshot write makes the next batch bigger instead of slowing the stream.
+func (a *attempt) snapshotter(ctx context.Context) {
+	t := time.NewTicker(a.r.cfg.SnapshotInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			a.snapshot(false)
+		case <-a.full:
+			a.snapshot(true)
+		}
+	}
+}
+
+// snapshot cuts the batch, waits for its events' acks and writes it. A
+// store error other than fencing keeps the text, and the next snapshot
+// writes it with whatever came after. onlyFull skips a batch that is not
+// full (a wake-up sent before the previous cut). A broken attempt first
+// publishes its events again; the next round writes the snapshot.
+func (a *attempt) snapshot(onlyFull bool) {
+	a.mu.Lock()
+	if a.closed || a.ctx.Err() != nil {
+		a.mu.Unlock()
+		return
+	}
+	if a.broken {
+		a.mu.Unlock()
+		_, _ = a.republish()
+		return
+	}
+	if a.seq == a.storedSeq || onlyFull && !a.fullLocked() {
+		a.mu.Unlock()
+		return
+	}
+	pub := a.cutLocked()
+	sn := a.snapshotLocked()
+	a.mu.Unlock()
+
+	pos, err := a.flushCut(pub, sn.Seq)
+	if err != nil {
+		a.log.Warn("events not acknowledged: publishing them again", "seq", sn.Seq, "err", err)
+		_, _ = a.republish()
+		return
+	}
+	sn.StreamPos = pos
+	// A store that does not answer must not hold the attempt past its lease.
+	ctx, cancel := context.WithTimeout(a.io, a.r.cfg.Lease/2)
+	err = a.r.store.SaveSnapshot(ctx, sn)
+	cancel()
+	switch {
+	case errors.Is(err, task.ErrFenced):
+		a.log.Warn("attempt fenced out: stopping without further writes", "seq", sn.Seq)
+		a.stop(task.ErrFenced)
+		return
+	case err != nil:
+		a.log.Warn("save snapshot, will retry with the next batch", "seq", sn.Seq, "err", err)
+		return
+	}
+	a.mu.Lock()
+	a.storedSeq = sn.Seq
+	a.unsaved = append(a.unsaved[:0], a.unsaved[len(sn.Append):]...)
+	a.snapshots++
+	a.mu.Unlock()
+}
+
+// settle makes sure every event queued so far is acknowledged and returns
+// the stream position of the last one. The attempt has stopped writing.
+func (a *attempt) settle() (uint64, error) {
+	a.mu.Lock()
+	pub := a.cutLocked()
+	broken, upTo := a.broken, a.seq
+	a.mu.Unlock()
+	if !broken {
+		pos, err := a.flushCut(pub, upTo)
+		if err == nil {
+			return pos, nil
+		}
+		a.log.Warn("events not acknowledged: publishing them again", "seq", upTo, "err", err)
+	}
+	return a.republish()
+}
+
+// republish publishes every unacknowledged event again, in order, on a
+// fresh publisher, until all are acknowledged, backing off while NATS is
+// away. It gives up only when the lease lapses (the attempt then goes
+// quiet) or the runner abandons its work.
+func (a *attempt) republish() (uint64, error) {
+	wait := 100 * time.Millisecond
+	for {
+		a.mu.Lock()
+		if !a.leaseHeldLocked() {
+			a.mu.Unlock()
+			a.log.Warn("lease lapsing while NATS is away: going quiet")
+			a.stop(errLeaseLapsed)
+			return 0, notSettled(errLeaseLapsed)
+		}
+		a.broken = true
+		events := slices.Clone(a.unacked)
+		if len(events) == 0 {
+			a.broken = false
+			a.pub = a.r.bus.NewPublisher()
+			a.cutN, a.cutBytes = 0, 0
+			pos := a.cutPos
+			a.mu.Unlock()
+			return pos, nil
+		}
+		a.mu.Unlock()
+		if err := a.io.Err(); err != nil {
+			return 0, notSettled(err)
+		}
+
+		pub := a.r.bus.NewPublisher()
+		var err error
+		for _, e := range events {
+			if err = pub.Publish(e); err != nil {
+				break
+			}
+		}
+		var pos uint64
+		if err == nil {
+			pos, err = pub.Flush(a.io)
+		}
+		if err == nil {
+			a.mu.Lock()
+			a.ackedLocked(events[len(events)-1].Seq, pos)
+			a.outages++
+			a.mu.Unlock()
+			a.log.Info("events published again after NATS came back", "events", len(events),
+				"through_seq", events[len(events)-1].Seq)
+			wait = 100 * time.Millisecond
+			continue // publishes what the engine queued meanwhile, or ends
+		}
+		a.log.Warn("NATS unavailable: keeping events to publish again", "unacked", len(events), "err", err)
+		if !sleep(a.io, wait) {
+			return 0, notSettled(a.io.Err())
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
+// fullLocked reports whether the batch reached a size limit. a.mu is held.
+func (a *attempt) fullLocked() bool {
+	return a.cutN >= a.r.cfg.SnapshotEvents || a.cutBytes >= a.r.cfg.SnapshotBytes
+}
+
+// cutLocked ends the current batch: it returns the publisher holding its
+// events and gives later events a new one. a.mu is held.
+func (a *attempt) cutLocked() Publisher {
+	pub := a.pub
+	a.pub = a.r.bus.NewPublisher()
+	a.cutN, a.cutBytes = 0, 0
+	return pub
+}
+
+// flushCut waits for the acks of a cut's publisher, whose last event has
+// seq upTo, and returns that event's stream position. A publisher with no
+// events belongs to a cut with none: its last event is the previous cut's.
+func (a *attempt) flushCut(pub Publisher, upTo int64) (uint64, error) {
+	pos, err := pub.Flush(a.io)
+	if err != nil {
+		return 0, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.ackedLocked(upTo, pos)
+	return a.cutPos, nil
+}
+
+// snapshotLocked is everything after the stored snapshot, up to a.seq,
+// without its stream position. a.mu is held.
+func (a *attempt) snapshotLocked() task.Snapshot {
+	return task.Snapshot{
+		TaskID:   a.claimed.ID,
+		Attempt:  a.claimed.Attempt,
+		FromSeq:  a.storedSeq,
+		Seq:      a.seq,
+		Append:   string(a.unsaved),
+		Progress: a.progress,
+	}
+}
+
+// statusPublishFor bounds how long a status event that is already in
+// Postgres (a finish, a restart) is retried while NATS is away. Past it
+// the event is only in Postgres: tabs see it on their next snapshot.
+const statusPublishFor = 2 * time.Minute
+
+// publishStatus publishes a status event the store already wrote and waits
+// for its acknowledgement, retrying with backoff: the event id makes a
+// repeat harmless.
+func (a *attempt) publishStatus(e task.Event) {
+	wait := 100 * time.Millisecond
+	deadline := time.Now().Add(statusPublishFor)
+	var err error
+	for {
+		pub := a.r.bus.NewPublisher()
+		if err = pub.Publish(e); err == nil {
+			if _, err = pub.Flush(a.io); err == nil {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+		a.log.Warn("publish status event, retrying", "seq", e.Seq, "status", e.Status, "err", err)
+		if !sleep(a.io, wait) {
+			break
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+	a.log.Error("status event is in Postgres but not in the log", "seq", e.Seq, "status", e.Status, "err", err)
+}
