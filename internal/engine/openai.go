@@ -27,7 +27,9 @@ import (
 // stream cut before any text) are retried with exponential backoff for up
 // to ConnectRetry, since nothing has been shown yet; after the first token
 // a failure ends the attempt with a Failure, and the runner decides what
-// happens next. docs/engines.md describes the behaviour for deployers.
+// happens next. An Input with a Prefix is continued by assistant prefill
+// or refused with ErrCannotContinue (ContinueMode). docs/engines.md
+// describes the behaviour for deployers.
 type OpenAI struct {
 	cfg      OpenAIConfig
 	endpoint string
@@ -74,6 +76,7 @@ type chatRequest struct {
 	StreamOptions streamOptions `json:"stream_options"`
 	Temperature   *float64      `json:"temperature,omitempty"`
 	MaxTokens     int           `json:"max_tokens,omitempty"`
+	prefillFields
 }
 
 type streamOptions struct {
@@ -82,13 +85,20 @@ type streamOptions struct {
 
 // Run implements Engine.
 func (o *OpenAI) Run(ctx context.Context, in Input, out Output) error {
+	continuing := in.Prefix != ""
+	if continuing && o.cfg.Continue == ContinueRestart {
+		o.log.Info("engine configured to restart; starting the answer over",
+			"task_id", in.TaskID, "prefix_bytes", len(in.Prefix))
+		return fmt.Errorf("continue mode %s: %w", ContinueRestart, ErrCannotContinue)
+	}
 	body, err := json.Marshal(chatRequest{
 		Model:         o.cfg.Model,
-		Messages:      buildMessages(o.cfg.SystemPrompt, in.History, in.TaskID, in.Content, o.cfg.ContextBudget),
+		Messages:      buildMessages(o.cfg.SystemPrompt, in.History, in.TaskID, in.Content, in.Prefix, o.cfg.ContextBudget),
 		Stream:        true,
 		StreamOptions: streamOptions{IncludeUsage: true},
 		Temperature:   o.cfg.Temperature,
 		MaxTokens:     o.cfg.MaxTokens,
+		prefillFields: prefill(in.Prefix),
 	})
 	if err != nil {
 		return fmt.Errorf("encode chat request: %w", err)
@@ -97,7 +107,14 @@ func (o *OpenAI) Run(ctx context.Context, in Input, out Output) error {
 	defer cancel()
 
 	s := &streamState{out: out, maxTokens: o.cfg.MaxTokens, lastProgress: -1}
-	if err := s.setProgress(0, stageConnecting); err != nil {
+	if continuing {
+		// Nothing may reach the Output before the server has accepted the
+		// prefill (ErrCannotContinue comes before any write), so the
+		// "connecting" 0 is left out: the runner would drop it anyway, as
+		// its progress is never below 0.
+		o.log.Info("continuing the answer after the kept prefix",
+			"task_id", in.TaskID, "prefix_bytes", len(in.Prefix))
+	} else if err := s.setProgress(0, stageConnecting); err != nil {
 		return o.result(ctx, runCtx, in.TaskID, err)
 	}
 	tries := 0
@@ -116,6 +133,13 @@ func (o *OpenAI) Run(ctx context.Context, in Input, out Output) error {
 			"task_id", in.TaskID, "try", tries, "err", err, "retry_in", wait)
 	}
 	err = backoff.RetryNotify(op, backoff.WithContext(o.newBackOff(), runCtx), notify)
+	if ue, ok := refusedPrefill(err); continuing && ok && !s.started {
+		o.log.Warn("model server refused to continue the kept prefix; starting the answer over "+
+			"(set TETHER_OPENAI_CONTINUE=restart if it never can)",
+			"task_id", in.TaskID, "prefix_bytes", len(in.Prefix), "detail", ue.detail)
+		return fmt.Errorf("continue after %d bytes: model server refused the prefill (HTTP %d): %w",
+			len(in.Prefix), ue.status, ErrCannotContinue)
+	}
 	return o.result(ctx, runCtx, in.TaskID, err)
 }
 
@@ -276,7 +300,7 @@ func (o *OpenAI) checkResponse(resp *http.Response) error {
 		desc = "no error object in the body"
 	}
 	return &upstreamError{failure: failureForStatus(code), retryable: retryableStatus(code),
-		detail: fmt.Sprintf("HTTP %d: %s", code, desc)}
+		detail: fmt.Sprintf("HTTP %d: %s", code, desc), status: code}
 }
 
 // stoppedError is the error of a try whose context ended: a timeout of the

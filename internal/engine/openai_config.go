@@ -59,6 +59,9 @@ type OpenAIConfig struct {
 	// ConnectRetry bounds the time spent retrying connection failures, 429
 	// and 5xx before the first token.
 	ConnectRetry time.Duration
+	// Continue says how an answer kept from a lost runner is carried on:
+	// ContinuePrefill ("" means it) or ContinueRestart.
+	Continue ContinueMode
 	// Logger receives upstream error detail (never the key); nil means
 	// slog.Default().
 	Logger *slog.Logger
@@ -71,6 +74,7 @@ func (c OpenAIConfig) withDefaults() OpenAIConfig {
 	c.RequestTimeout = cmp.Or(c.RequestTimeout, DefaultRequestTimeout)
 	c.FirstTokenTimeout = cmp.Or(c.FirstTokenTimeout, DefaultFirstTokenTimeout)
 	c.ConnectRetry = cmp.Or(c.ConnectRetry, DefaultConnectRetry)
+	c.Continue = cmp.Or(c.Continue, ContinuePrefill)
 	if c.HTTPClient == nil {
 		c.HTTPClient = &http.Client{}
 	}
@@ -102,6 +106,9 @@ func (c OpenAIConfig) validate() error {
 	if c.RequestTimeout < 0 || c.FirstTokenTimeout < 0 || c.ConnectRetry < 0 {
 		errs = append(errs, errors.New("timeouts must not be negative"))
 	}
+	if c.Continue != ContinuePrefill && c.Continue != ContinueRestart {
+		errs = append(errs, fmt.Errorf("continue mode %q: want %s or %s", c.Continue, ContinuePrefill, ContinueRestart))
+	}
 	// A key with a line break would be a header injection, not a key.
 	if strings.ContainsAny(c.APIKey, "\r\n") {
 		errs = append(errs, errors.New("API key contains a line break"))
@@ -112,8 +119,8 @@ func (c OpenAIConfig) validate() error {
 // String describes c without the key, so a config printed with %v or %+v
 // cannot leak it.
 func (c OpenAIConfig) String() string {
-	return fmt.Sprintf("openai{base_url=%s model=%s key=%s max_tokens=%d context_budget=%d}",
-		c.BaseURL, c.Model, redactedKey(c.APIKey), c.MaxTokens, c.ContextBudget)
+	return fmt.Sprintf("openai{base_url=%s model=%s key=%s max_tokens=%d context_budget=%d continue=%s}",
+		c.BaseURL, c.Model, redactedKey(c.APIKey), c.MaxTokens, c.ContextBudget, c.Continue)
 }
 
 // LogValue implements slog.LogValuer, again without the key.
@@ -124,6 +131,7 @@ func (c OpenAIConfig) LogValue() slog.Value {
 		slog.String("api_key", redactedKey(c.APIKey)),
 		slog.Int("max_tokens", c.MaxTokens),
 		slog.Int("context_budget", c.ContextBudget),
+		slog.String("continue", string(c.Continue)),
 	)
 }
 
@@ -177,6 +185,13 @@ func OpenAIConfigFromEnv(getenv func(string) string) (OpenAIConfig, error) {
 	}
 	durVar("TETHER_OPENAI_TIMEOUT", &c.RequestTimeout)
 	durVar("TETHER_OPENAI_FIRST_TOKEN_TIMEOUT", &c.FirstTokenTimeout)
+	if s := getenv("TETHER_OPENAI_CONTINUE"); s != "" {
+		m, err := parseContinueMode(s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("TETHER_OPENAI_CONTINUE %q: %w", s, err))
+		}
+		c.Continue = m
+	}
 	if err := errors.Join(errs...); err != nil {
 		return OpenAIConfig{}, fmt.Errorf("openai engine: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -94,6 +95,29 @@ func TestOpenAIConfigFromEnv(t *testing.T) {
 	}
 	if err != nil && strings.Contains(err.Error(), testKey) {
 		t.Errorf("err shows the key")
+	}
+}
+
+// Every variable the loader reads is in the settings table of
+// docs/engines.md, so a new setting cannot go undocumented.
+func TestOpenAISettingsAreDocumented(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("../../docs/engines.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var read []string
+	_, _ = OpenAIConfigFromEnv(func(name string) string {
+		read = append(read, name)
+		return ""
+	})
+	if len(read) < 10 {
+		t.Fatalf("the loader read only %v", read)
+	}
+	for _, name := range read {
+		if !strings.Contains(string(doc), "| `"+name+"` |") {
+			t.Errorf("%s is not in the settings table of docs/engines.md", name)
+		}
 	}
 }
 

@@ -26,7 +26,9 @@ func estimateTokens(s string) int {
 
 // buildMessages assembles what the model sees for one task: the system
 // prompt (if any) first, then the newest complete exchanges of history that
-// fit in budget estimated tokens, then the current user message last.
+// fit in budget estimated tokens, then the current user message, and last,
+// when the answer continues one kept from a lost runner, prefix as an
+// assistant message for the model to carry on (see ContinuePrefill).
 //
 // An exchange is a user message immediately followed by a usable assistant
 // answer (non-empty, not failed, cancelled or still generating). A user
@@ -38,9 +40,15 @@ func estimateTokens(s string) int {
 // ignored, since the current message is always added last. Exchanges are
 // kept newest first and the first one that does not fit ends the history,
 // so what is sent is always a contiguous, most recent stretch. A budget
-// <= 0 sends no history. The system prompt and the current message are
-// always sent, whatever their size.
-func buildMessages(system string, history []task.Message, currentTaskID, current string, budget int) []chatMessage {
+// <= 0 sends no history. The system prompt, the current message and the
+// prefix are always sent, whatever their size; the prefix takes its share
+// of budget first, since it grows with the answer (one that ran long before
+// its runner was lost can fill a context window) and older history is
+// what the answer needs least.
+func buildMessages(system string, history []task.Message, currentTaskID, current, prefix string, budget int) []chatMessage {
+	if prefix != "" {
+		budget -= estimateTokens(prefix)
+	}
 	type exchange struct{ user, assistant string }
 	var all []exchange
 	for i := 0; i+1 < len(history); i++ {
@@ -65,7 +73,7 @@ func buildMessages(system string, history []task.Message, currentTaskID, current
 	}
 	slices.Reverse(kept)
 
-	msgs := make([]chatMessage, 0, 2+2*len(kept))
+	msgs := make([]chatMessage, 0, 3+2*len(kept))
 	if system != "" {
 		msgs = append(msgs, chatMessage{Role: "system", Content: system})
 	}
@@ -74,7 +82,11 @@ func buildMessages(system string, history []task.Message, currentTaskID, current
 			chatMessage{Role: string(task.RoleUser), Content: ex.user},
 			chatMessage{Role: string(task.RoleAssistant), Content: ex.assistant})
 	}
-	return append(msgs, chatMessage{Role: string(task.RoleUser), Content: current})
+	msgs = append(msgs, chatMessage{Role: string(task.RoleUser), Content: current})
+	if prefix != "" {
+		msgs = append(msgs, chatMessage{Role: string(task.RoleAssistant), Content: prefix})
+	}
+	return msgs
 }
 
 // ofTask reports whether m belongs to the task with id (never for "").

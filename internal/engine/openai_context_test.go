@@ -74,11 +74,35 @@ func TestBuildMessages(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got := roles(buildMessages(tc.system, tc.hist, "cur", "now", tc.budget))
+			got := roles(buildMessages(tc.system, tc.hist, "cur", "now", "", tc.budget))
 			if got != tc.want {
 				t.Fatalf("got  %s\nwant %s", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestBuildMessagesWithPrefix(t *testing.T) {
+	t.Parallel()
+	// Exchanges cost 10 each (see TestBuildMessages); the prefix "pp" 5.
+	hist := []task.Message{
+		user("q1"), answer("a1", "done"),
+		user("q2"), answer("a2", "done"),
+		user("q3"), answer("a3", "done"),
+	}
+	for _, tc := range []struct {
+		budget int
+		want   string
+	}{
+		{35, "s:sys | u:q1 | a:a1 | u:q2 | a:a2 | u:q3 | a:a3 | u:now | a:pp"},
+		{34, "s:sys | u:q2 | a:a2 | u:q3 | a:a3 | u:now | a:pp"},
+		{14, "s:sys | u:now | a:pp"},
+		{3, "s:sys | u:now | a:pp"}, // the prefix alone is over budget
+		{-1, "s:sys | u:now | a:pp"},
+	} {
+		if got := roles(buildMessages("sys", hist, "", "now", "pp", tc.budget)); got != tc.want {
+			t.Errorf("budget %d:\n got %s\nwant %s", tc.budget, got, tc.want)
+		}
 	}
 }
 
@@ -92,7 +116,7 @@ func TestBuildMessagesKeepsAContiguousNewestStretch(t *testing.T) {
 	}
 	// The big exchange does not fit; the small older one would, but
 	// sending it without the one between would be a gap.
-	got := roles(buildMessages("", hist, "", "now", 40))
+	got := roles(buildMessages("", hist, "", "now", "", 40))
 	if want := "u:new | a:b | u:now"; got != want {
 		t.Fatalf("got %s, want %s", got, want)
 	}
@@ -106,7 +130,7 @@ func TestBuildMessagesStaysWithinBudget(t *testing.T) {
 			answer(fmt.Sprintf("answer %d %s", i, strings.Repeat("é", i%53)), "done"))
 	}
 	for _, budget := range []int{0, 1, 50, 333, 1000, 6000, 1 << 20} {
-		msgs := buildMessages("system", hist, "", "current", budget)
+		msgs := buildMessages("system", hist, "", "current", "", budget)
 		if msgs[0] != (chatMessage{"system", "system"}) || msgs[len(msgs)-1] != (chatMessage{"user", "current"}) {
 			t.Fatalf("budget %d: system or current misplaced", budget)
 		}

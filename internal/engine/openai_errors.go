@@ -53,6 +53,10 @@ type upstreamError struct {
 	failure   string
 	retryable bool
 	detail    string
+	// status is the HTTP error status the server answered with, 0 when the
+	// failure was not one (a connection, a stream, a timeout). A 400 or 422
+	// to a continuation is a refusal of the prefill (refusedPrefill).
+	status int
 }
 
 func (e *upstreamError) Error() string { return e.failure + ": " + e.detail }

@@ -104,7 +104,7 @@ type fake struct {
 }
 
 // newFake serves handler at /v1/chat/completions; the n-th request (from 1)
-// is passed to handler with n.
+// is passed to handler with n, its body still readable.
 func newFake(t *testing.T, handler func(n int, w http.ResponseWriter, r *http.Request)) *fake {
 	t.Helper()
 	f := &fake{}
@@ -121,6 +121,7 @@ func newFake(t *testing.T, handler func(n int, w http.ResponseWriter, r *http.Re
 		f.raw = append(f.raw, raw)
 		f.headers = append(f.headers, r.Header.Clone())
 		f.mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(raw))
 		handler(n, w, r)
 	})
 	f.srv = httptest.NewServer(mux)
@@ -129,6 +130,39 @@ func newFake(t *testing.T, handler func(n int, w http.ResponseWriter, r *http.Re
 }
 
 func (f *fake) baseURL() string { return f.srv.URL + "/v1" }
+
+// request returns the i-th request (from 0) as decoded and as sent.
+func (f *fake) request(t *testing.T, i int) (chatRequest, []byte) {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if i >= len(f.bodies) {
+		t.Fatalf("request %d of %d", i, len(f.bodies))
+	}
+	return f.bodies[i], f.raw[i]
+}
+
+// refusingPrefill answers like a server that cannot continue an assistant
+// message: status and an API error for a request that asks to continue one
+// (continue_final_message, as vLLM reads it, or a trailing assistant
+// message, as llama.cpp and Ollama do); any other request goes to next.
+func refusingPrefill(status int, next func(n int, w http.ResponseWriter, r *http.Request)) func(n int, w http.ResponseWriter, r *http.Request) {
+	return func(n int, w http.ResponseWriter, r *http.Request) {
+		var body chatRequest
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		msgs := body.Messages
+		if !body.ContinueFinalMessage && (len(msgs) == 0 || msgs[len(msgs)-1].Role != "assistant") {
+			next(n, w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		fmt.Fprint(w, errorBody("Assistant response prefill is incompatible with enable_thinking.", "invalid_request_error"))
+	}
+}
 
 // syncBuffer is a log destination safe for the engine's goroutine.
 type syncBuffer struct {
