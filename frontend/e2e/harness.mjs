@@ -195,9 +195,12 @@ export async function sqlRows(url, query) {
  * Starts a fresh database, a gateway and a runner. With separateNats, NATS
  * lives in a first gateway that serves nothing else to the test (as in a
  * multi-gateway deployment), so the web gateway can restart without taking
- * NATS (and the runner's connection) down with it.
+ * NATS (and the runner's connection) down with it. runners starts that many
+ * runners (sys.runners; sys.runner is the first), each with its own
+ * TETHER_RUNNER_ID (runner.id); env is added to every gateway's and runner's
+ * environment (e.g. a short TETHER_LEASE).
  */
-export async function startSystem(name, { separateNats = false } = {}) {
+export async function startSystem(name, { separateNats = false, runners = 1, env = {} } = {}) {
   const base = process.env.TEST_DATABASE_URL;
   if (!base) throw new Error('TEST_DATABASE_URL is not set (run through scripts/with-test-pg.sh or make test-e2e)');
   const dbName = `tether_e2e_${name.replace(/[^a-z0-9]/gi, '_').toLowerCase()}_${process.pid}_${Math.floor(Math.random() * 1e6)}`;
@@ -240,6 +243,7 @@ export async function startSystem(name, { separateNats = false } = {}) {
       TETHER_RATE: '0',
       TETHER_SESSION_KEY: 'e2e-session-key-that-is-long-enough-0123456789',
       TETHER_LOG_LEVEL: 'debug',
+      ...env,
     };
     if (separateNats) {
       const natsHTTP = await freePort();
@@ -262,23 +266,32 @@ export async function startSystem(name, { separateNats = false } = {}) {
       ...(separateNats ? { NATS_URL: natsURL } : { TETHER_NATS_LISTEN: `127.0.0.1:${natsPort}`, NATS_URL: '' }),
     };
     await sys.startGateway();
-    const runner = new Proc(`${name}-runner`, bin('runner'), [], {
-      DATABASE_URL: db,
-      NATS_URL: natsURL,
-      TETHER_DRAIN_TIMEOUT: '2s',
-      TETHER_LOG_LEVEL: 'debug',
-      TETHER_RUNNER_ID: `e2e-${name}`,
-    });
-    procs.push(runner);
-    // The runner prints its banner once Postgres and NATS are reached.
-    await waitUntil(
-      () => {
-        if (!runner.running) throw new Error(`runner exited (${runner.exitCode}):\n${runner.tail()}`);
-        return runner.out.includes('engine demo');
-      },
-      { timeout: T.long, what: 'the runner banner', interval: 50 },
-    );
-    sys.runner = runner;
+    sys.runners = [];
+    for (let i = 1; i <= runners; i++) {
+      const suffix = i === 1 ? '' : `-${i}`;
+      const runner = new Proc(`${name}-runner${suffix}`, bin('runner'), [], {
+        DATABASE_URL: db,
+        NATS_URL: natsURL,
+        TETHER_DRAIN_TIMEOUT: '2s',
+        TETHER_LOG_LEVEL: 'debug',
+        TETHER_RUNNER_ID: `e2e-${name}${suffix}`,
+        ...env,
+      });
+      runner.id = `e2e-${name}${suffix}`;
+      procs.push(runner);
+      sys.runners.push(runner);
+    }
+    // A runner prints its banner once Postgres and NATS are reached.
+    for (const runner of sys.runners) {
+      await waitUntil(
+        () => {
+          if (!runner.running) throw new Error(`${runner.name} exited (${runner.exitCode}):\n${runner.tail()}`);
+          return runner.out.includes('engine demo');
+        },
+        { timeout: T.long, what: `the banner of ${runner.name}`, interval: 50 },
+      );
+    }
+    sys.runner = sys.runners[0];
     return sys;
   } catch (err) {
     await sys.stop().catch(() => undefined);

@@ -85,7 +85,7 @@ describe('TetherClient submit', () => {
     expect(stored(storage).pending).toEqual([]);
     expect(stored(storage).active!.task_id).toBe(id);
     expect(last().messages[0]!.sending).toBe(false);
-    p.socket.push({ type: 'delta', task_id: id, seq: 2, text: 'hi' }, { type: 'progress', task_id: id, seq: 3, progress: 50 });
+    p.socket.push({ type: 'delta', task_id: id, seq: 2, attempt: 1, text: 'hi' }, { type: 'progress', task_id: id, seq: 3, attempt: 1, progress: 50 });
     const a = last().messages[1]!;
     expect(a).toMatchObject({ content: 'hi', progress: 50, status: 'generating', canCancel: true, canRetry: false });
     p.socket.push({ type: 'status', task_id: id, seq: 4, status: 'done', attempt: 1, error: null, result_ref: null });
@@ -159,11 +159,46 @@ describe('TetherClient restore', () => {
     // progress shown for this task was never 0 once the snapshot was in
     const shown = views.map((v) => v.messages.find((m) => m.task_id === 'tA' && m.role === 'assistant')?.progress).filter((x) => x !== null && x !== undefined);
     expect(shown[0]).toBe(37);
-    p.socket.push({ type: 'delta', task_id: 'tA', seq: 41, text: 't4 ' });
+    p.socket.push({ type: 'delta', task_id: 'tA', seq: 41, attempt: 1, text: 't4 ' });
     expect(last().messages[3]!.content).toBe('t1 t2 t3 t4 ');
     expect(client.pointers.active()?.task_id).toBe('tA');
     // only one subscribe although history also shows it generating
     expect(p.socket.ofType('subscribe')).toHaveLength(1);
+  });
+
+  it('continues an answer whose runner was lost, marks it resumed, and never shows less than the kept text', async () => {
+    const { p, started, last, views } = setup({ storage: saved({ active: 'tA' }) });
+    p.socket.open();
+    answerHistory(p, pair('tA', 1, 'generating', ''));
+    await started;
+    p.socket.push({ type: 'snapshot', req: req(p, 'subscribe').req, task: mkTask({ id: 'tA', status: 'running', seq: 5, progress: 20, output: 't1 t2 ' }) });
+    p.socket.push({ type: 'delta', task_id: 'tA', seq: 6, attempt: 1, text: 't3 ' });
+    const from = views.length;
+    // The runner died; the new attempt kept 't1 t2 ' (6 bytes) and continues.
+    p.socket.push(
+      { type: 'status', task_id: 'tA', seq: 6, status: 'pending', attempt: 2, keep: 6, error: null, result_ref: null },
+      { type: 'status', task_id: 'tA', seq: 7, status: 'running', attempt: 2, keep: 6, error: null, result_ref: null },
+      { type: 'delta', task_id: 'tA', seq: 8, attempt: 2, text: 't3 ' },
+      { type: 'delta', task_id: 'tA', seq: 8, attempt: 1, text: 'stale ' },
+      { type: 'status', task_id: 'tA', seq: 9, status: 'done', attempt: 2, error: null, result_ref: null },
+    );
+    const shown = views.slice(from).map((v) => v.messages[1]!);
+    expect(shown.map((m) => m.content).every((c) => c.startsWith('t1 t2 '))).toBe(true);
+    expect(shown.map((m) => m.progress).filter((x) => x !== null)).not.toContain(0);
+    expect(last().messages[1]).toMatchObject({ content: 't1 t2 t3 ', status: 'done', attempt: 2, resumed: true, error: null });
+  });
+
+  it('does not mark an answer resumed when its new attempt starts over (keep 0)', async () => {
+    const { p, started, last } = setup({ storage: saved({ active: 'tA' }) });
+    p.socket.open();
+    answerHistory(p, pair('tA', 1, 'generating', ''));
+    await started;
+    p.socket.push({ type: 'snapshot', req: req(p, 'subscribe').req, task: mkTask({ id: 'tA', status: 'running', seq: 5, progress: 20, output: 't1 t2 ' }) });
+    p.socket.push({ type: 'status', task_id: 'tA', seq: 6, status: 'pending', attempt: 2, keep: 4, error: null, result_ref: null });
+    expect(last().messages[1]).toMatchObject({ content: 't1 t', resumed: true });
+    // That attempt's engine could not continue: a third attempt starts over.
+    p.socket.push({ type: 'status', task_id: 'tA', seq: 7, status: 'pending', attempt: 3, error: null, result_ref: null });
+    expect(last().messages[1]).toMatchObject({ content: '', progress: 0, attempt: 3, resumed: false, status: 'generating' });
   });
 
   it('shows a done task, then clears the pointer', async () => {
@@ -212,7 +247,7 @@ describe('TetherClient restore', () => {
     expect(stored(storage).pending[0]).toMatchObject({ task_id: 'tA', content: 'question 1' });
     expect(last().messages[1]).toMatchObject({ status: 'generating', content: '', canRetry: false });
     p.socket.push({ type: 'submitted', req: s.req, created: false, task: mkTask({ id: 'tA', status: 'pending', attempt: 2, seq: 10, output: '' }) });
-    p.socket.push({ type: 'delta', task_id: 'tA', seq: 11, text: 'again' });
+    p.socket.push({ type: 'delta', task_id: 'tA', seq: 11, attempt: 2, text: 'again' });
     expect(last().messages[1]).toMatchObject({ status: 'generating', content: 'again', attempt: 2 });
   });
 

@@ -125,10 +125,10 @@ describe('Connection', () => {
     const [ha, hb] = p.socket.sent;
     expect(ha!.req).not.toBe(hb!.req);
     p.socket.push(
-      { type: 'delta', task_id: 't', seq: 1, text: 'x' },
+      { type: 'delta', task_id: 't', seq: 1, attempt: 1, text: 'x' },
       { type: 'conversations', req: hb!.req, conversations: [], next: null },
       { type: 'error', req: ha!.req, code: 'not_found', message: 'no such conversation' },
-      { type: 'delta', task_id: 't', seq: 2, text: 'y' },
+      { type: 'delta', task_id: 't', seq: 2, attempt: 1, text: 'y' },
     );
     await expect(b).resolves.toMatchObject({ type: 'conversations' });
     await expect(a).rejects.toEqual(new TetherError('not_found', 'no such conversation'));

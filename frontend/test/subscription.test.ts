@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Connection } from '../src/lib/connection';
 import { Subscriptions } from '../src/lib/subscription';
-import type { Task } from '../src/lib/protocol';
+import type { Task, TaskStatus } from '../src/lib/protocol';
 import { FakePlatform, mkTask } from './fakes';
 
 function setup() {
@@ -17,7 +17,8 @@ function setup() {
   return { p, conn, subs, updates, gaps };
 }
 
-const delta = (seq: number, text: string) => ({ type: 'delta' as const, task_id: 't1', seq, text });
+const delta = (seq: number, text: string, attempt = 1) => ({ type: 'delta' as const, task_id: 't1', seq, attempt, text });
+const status = (seq: number, s: TaskStatus, attempt: number, keep?: number) => ({ type: 'status' as const, task_id: 't1', seq, status: s, attempt, error: null, result_ref: null, ...(keep === undefined ? {} : { keep }) });
 
 describe('Subscriptions', () => {
   it('applies the snapshot, then the events after it, including those in the same frame', () => {
@@ -61,12 +62,74 @@ describe('Subscriptions', () => {
     expect(subs.get('t1')!.task).toMatchObject({ seq: 6, output: 'abcdef' });
   });
 
-  it('clears the output on a status of a newer attempt', () => {
+  it('clears the output on a status of a newer attempt without keep', () => {
     const { p, subs } = setup();
+    const attempts: unknown[] = [];
+    subs.events.on('attempt', (a) => attempts.push(a));
     subs.follow('t1');
     p.socket.push({ type: 'snapshot', req: p.socket.last('subscribe').req, task: mkTask({ seq: 2, output: 'ab', status: 'running' }) });
-    p.socket.push({ type: 'status', task_id: 't1', seq: 3, status: 'pending', attempt: 2, error: null, result_ref: null }, delta(4, 'n'));
+    p.socket.push(status(3, 'pending', 2), delta(4, 'n', 2));
     expect(subs.get('t1')!.task).toMatchObject({ attempt: 2, output: 'n' });
+    expect(attempts).toEqual([{ id: 't1', attempt: 2, keep: 0 }]);
+  });
+
+  it('continues a lost runner\'s answer: truncates to keep bytes, announces the attempt, appends what follows', () => {
+    const { p, subs, updates, gaps } = setup();
+    const seen: string[] = [];
+    subs.events.on('attempt', (a) => seen.push(`attempt ${a.attempt} keep ${a.keep}`));
+    subs.events.on('update', (u) => seen.push(`update ${u.task.output}`));
+    subs.follow('t1');
+    p.socket.push({ type: 'snapshot', req: p.socket.last('subscribe').req, task: mkTask({ seq: 2, output: 'héllo ', status: 'running' }) });
+    p.socket.push(delta(3, 'wö', 1), delta(4, 'rld', 1));
+    // 'héllo wö' is 10 bytes: the new attempt kept what the log had acknowledged.
+    p.socket.push(status(4, 'pending', 2, 10), status(5, 'running', 2, 10), delta(6, 'rld 🎉', 2));
+    expect(subs.get('t1')!.task).toMatchObject({ attempt: 2, seq: 6, status: 'running', output: 'héllo wörld 🎉' });
+    expect(seen.slice(-4)).toEqual(['attempt 2 keep 10', 'update héllo wö', 'update héllo wö', 'update héllo wörld 🎉']);
+    expect(gaps).toEqual([]);
+    expect(p.socket.ofType('subscribe')).toHaveLength(1);
+    expect(updates.map((u) => u.output)).not.toContain('');
+  });
+
+  it('drops stale events of an older attempt silently, without resubscribing', () => {
+    const { p, subs, updates, gaps } = setup();
+    subs.follow('t1');
+    p.socket.push({ type: 'snapshot', req: p.socket.last('subscribe').req, task: mkTask({ seq: 10, attempt: 2, output: 'abc', status: 'running' }) });
+    const before = subs.get('t1')!.task;
+    p.socket.push(delta(11, 'zombie', 1), delta(25, 'zombie', 1), status(11, 'done', 1));
+    expect(subs.get('t1')!.task).toBe(before);
+    expect(updates).toHaveLength(1); // the snapshot only
+    expect(gaps).toEqual([]);
+    expect(p.socket.ofType('subscribe')).toHaveLength(1);
+    expect(subs.get('t1')!.state).toBe('subscribed');
+    p.socket.push(delta(11, 'd', 2));
+    expect(subs.get('t1')!.task!.output).toBe('abcd');
+  });
+
+  it('resubscribes when a newer attempt shows up without its start, or keeps more than the tab has', () => {
+    const { p, subs, gaps } = setup();
+    subs.follow('t1');
+    p.socket.push({ type: 'snapshot', req: p.socket.last('subscribe').req, task: mkTask({ seq: 5, output: 'abc', status: 'running' }) });
+    p.socket.push(delta(6, 'x', 2));
+    expect(gaps).toEqual([{ id: 't1', have: 5, got: 6 }]);
+    expect(p.socket.ofType('subscribe')).toHaveLength(2);
+    p.socket.push({ type: 'snapshot', req: p.socket.last('subscribe').req, task: mkTask({ seq: 5, output: 'abc', status: 'running' }) });
+    p.socket.push(status(6, 'pending', 2, 4));
+    expect(gaps).toHaveLength(2);
+    expect(p.socket.ofType('subscribe')).toHaveLength(3);
+    expect(subs.get('t1')!.task).toMatchObject({ attempt: 1, output: 'abc' }); // nothing shown is taken away meanwhile
+    p.socket.push({ type: 'snapshot', req: p.socket.last('subscribe').req, task: mkTask({ seq: 7, attempt: 2, output: 'abcdX', status: 'running' }) });
+    expect(subs.get('t1')!.task).toMatchObject({ attempt: 2, seq: 7, output: 'abcdX' });
+  });
+
+  it('ignores a stream event whose seq or attempt is not an integer', () => {
+    const { p, subs, gaps } = setup();
+    subs.follow('t1');
+    p.socket.push({ type: 'snapshot', req: p.socket.last('subscribe').req, task: mkTask({ seq: 2, output: 'ab' }) });
+    p.socket.raw('{"type":"delta","task_id":"t1","seq":"3","attempt":1,"text":"x"}\n{"type":"delta","task_id":"t1","seq":3,"attempt":"2","text":"y"}');
+    expect(subs.get('t1')!.task!.output).toBe('ab');
+    expect(gaps).toEqual([]);
+    p.socket.raw('{"type":"delta","task_id":"t1","seq":3,"text":"c"}'); // a 1.0 server: no attempt
+    expect(subs.get('t1')!.task!.output).toBe('abc');
   });
 
   it('resubscribes every followed task after a reconnect', () => {

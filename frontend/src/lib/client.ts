@@ -365,6 +365,11 @@ export class TetherClient {
       if (m.type === 'task') this.onTaskEvent(m);
       else if (m.type === 'error') this.notice('error', m.message);
     });
+    subs.events.on('attempt', ({ id, attempt, keep }) => {
+      // Its update follows at once and renders it.
+      const s = this.tasks.get(id);
+      if (s) s.resumedAttempt = keep > 0 ? attempt : undefined;
+    });
     subs.events.on('update', ({ id, task, cause }) => this.onUpdate(id, task, cause));
     subs.events.on('not_found', ({ id }) => this.onLookup(id, { kind: 'not_found' }));
     subs.events.on('error', ({ id, error, during }) => this.onSubError(id, error, during));
@@ -663,7 +668,7 @@ export class TetherClient {
 }
 
 function newState(id: string, conversationId: string): TaskState {
-  return { id, conversation_id: conversationId, content: undefined, task: undefined, sending: false, cancelling: false, localError: undefined };
+  return { id, conversation_id: conversationId, content: undefined, task: undefined, sending: false, cancelling: false, localError: undefined, resumedAttempt: undefined };
 }
 
 function defaultStorage(): KeyValue | null {

@@ -9,7 +9,8 @@ export { Subscriptions, type SubscriptionState, type TaskSubscription, type Subs
 export { Backoff, backoffDelay, backoffCeiling, defaultBackoff, type BackoffOptions } from './backoff';
 export { planReconnect, closeReason, type ReconnectPlan, type CloseInput } from './close';
 export { decideRestore, clearsPointer, type RestoreAction, type Lookup, type PendingSubmit } from './restore';
-export { applyStreamEvent, applySnapshot, type EventOutcome } from './stream';
+export { applyStreamEvent, applySnapshot, eventAttempt, type Applied, type EventOutcome } from './stream';
+export { utf8ByteLength, utf8Prefix } from './utf8';
 export { parseFrame, type ParsedFrame } from './frame';
 export { mergeNewest, mergeOlder, addLocal, localPair, type ChatMessage } from './history';
 export { mergeFirstPage, mergeOlderPage, applyTask, type ConversationItem } from './conversations';

@@ -1,5 +1,5 @@
 /**
- * Wire types of Tether's protocol, version 1 (PROTOCOL.md), one to one with
+ * Wire types of Tether's protocol, version 1.1 (PROTOCOL.md), one to one with
  * the Go package internal/protocol and the domain types of internal/task.
  * Field names are the JSON names on the wire, so a decoded frame needs no
  * mapping layer.
@@ -31,7 +31,7 @@ export interface Task {
   /** 0..100, never decreasing within one attempt. */
   progress: number;
   input: string;
-  /** Concatenated delta text of the current attempt up to `seq`. */
+  /** The kept prefix of the current attempt (`keep` bytes), then its delta text up to `seq`. */
   output: string;
   /** `no_runner`, `runner_lost` or the engine's own message; set when failed. */
   error: string | null;
@@ -179,16 +179,24 @@ export interface ConversationsReply {
 
 // ---- server -> client: events ----------------------------------------------
 
+/*
+ * Stream events are ordered by (attempt, seq). Every event of protocol 1.1
+ * carries `attempt`; a 1.0 server sent none on delta and progress events, and
+ * the client counts such an event as one of the attempt it holds (see
+ * eventAttempt in stream.ts), so the field is read defensively there.
+ */
 export interface DeltaEvent {
   type: 'delta';
   task_id: string;
   seq: number;
+  attempt: number;
   text: string;
 }
 export interface ProgressEvent {
   type: 'progress';
   task_id: string;
   seq: number;
+  attempt: number;
   progress: number;
   stage?: string;
 }
@@ -200,6 +208,12 @@ export interface StatusEvent {
   attempt: number;
   error: string | null;
   result_ref: string | null;
+  /**
+   * On the first event of an attempt (status pending or running): how many
+   * bytes (UTF-8) of the output the attempt kept from the lost one before it,
+   * on a character boundary. Absent means 0: the output starts over.
+   */
+  keep?: number;
 }
 /** A task of this user was created or changed status (any tab or device). */
 export interface TaskChangedEvent {

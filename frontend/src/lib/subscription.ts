@@ -43,13 +43,20 @@ export interface SubscriptionEvents extends Record<string, unknown> {
   error: { id: string; error: TetherError; during: 'submit' | 'subscribe' };
   /** A gap in seq was found; a fresh snapshot was requested. */
   gap: { id: string; have: number; got: number };
+  /**
+   * A newer attempt started on the live stream (emitted before its `update`):
+   * `keep` > 0 means it continues the answer of a lost runner from that many
+   * bytes; 0 means it starts over (a retry, or an engine that cannot continue).
+   */
+  attempt: { id: string; attempt: number; keep: number };
 }
 
 /**
  * The per-task subscriptions of one tab. It keeps every followed task attached
  * across reconnects (each open sends subscribe, or the unconfirmed submit,
- * again), applies stream events in seq order, ignores repeats, and on a gap
- * asks for a fresh snapshot instead of skipping.
+ * again), applies stream events in (attempt, seq) order, ignores repeats,
+ * drops events of older attempts (stale runners), and on a gap asks for a
+ * fresh snapshot instead of skipping.
  *
  * Replies are handled synchronously while their frame is read, so events that
  * share the frame with a snapshot are applied after it, never dropped.
@@ -177,6 +184,7 @@ export class Subscriptions {
 
   private handle(m: ServerMessage): void {
     if (m.type !== 'delta' && m.type !== 'progress' && m.type !== 'status') return;
+    if (!wellFormed(m)) return; // not an event this client can order; the server never sends one
     this.apply(m);
   }
 
@@ -186,16 +194,29 @@ export class Subscriptions {
     // Before the snapshot, events are covered by it: the server sends every
     // event after the snapshot's seq once the snapshot is out.
     if (!sub || sub.state !== 'subscribed' || !sub.task) return;
-    const { task, outcome } = applyStreamEvent(sub.task, ev);
-    if (outcome === 'repeat') return;
+    const { task, outcome, started } = applyStreamEvent(sub.task, ev);
+    // A repeat is already shown; a stale event (an older attempt's runner woke
+    // up) is fenced out and says nothing about what this tab missed.
+    if (outcome === 'repeat' || outcome === 'stale') return;
     if (outcome === 'gap') {
       this.events.emit('gap', { id: sub.id, have: sub.task.seq, got: ev.seq });
       this.attach(sub, 'gap');
       return;
     }
     sub.task = task;
+    if (started) this.events.emit('attempt', { id: sub.id, ...started });
     this.events.emit('update', { id: sub.id, task, cause: 'event' });
   }
+}
+
+/**
+ * The fields the ordering needs have the right types: a task id, an integer
+ * seq, and an integer attempt unless it is absent (a 1.0 server's delta or
+ * progress event).
+ */
+function wellFormed(ev: StreamEvent): boolean {
+  const attempt: unknown = ev.attempt;
+  return typeof ev.task_id === 'string' && Number.isSafeInteger(ev.seq) && (attempt === undefined || Number.isSafeInteger(attempt));
 }
 
 /** Whether a followed task has nothing more to stream in its current attempt. */

@@ -15,6 +15,13 @@ export interface TaskState {
   cancelling: boolean;
   /** The server refused the submit; `retryable` says whether the same submit may be tried again. */
   localError: { code: string; message: string; retryable: boolean } | undefined;
+  /**
+   * The attempt that, as this tab saw it start on the live stream, continued
+   * the answer of a lost runner (its first status event kept output). A
+   * snapshot does not say how its attempt began, so a tab that loads the task
+   * later (a reload, another device) does not know it, and shows no note.
+   */
+  resumedAttempt: number | undefined;
 }
 
 /** A message as the UI shows it: the history row with the live task folded in. */
@@ -33,6 +40,8 @@ export interface ViewMessage {
   /** The task's error (failed), or why the submit was refused. */
   error: string | null;
   attempt: number | null;
+  /** The current attempt continues an answer whose runner was lost (see TaskState.resumedAttempt). */
+  resumed: boolean;
   /** The submit waits for the server (or for the connection). */
   sending: boolean;
   cancelling: boolean;
@@ -69,6 +78,7 @@ export function buildMessages(messages: ChatMessage[], tasks: ReadonlyMap<string
       progress: null,
       error: null,
       attempt: null,
+      resumed: false,
       sending: false,
       cancelling: false,
       canCancel: false,
@@ -95,6 +105,7 @@ export function buildMessages(messages: ChatMessage[], tasks: ReadonlyMap<string
       v.content = t.output !== '' || !isTerminal(t.status) ? t.output : m.content;
       v.error = t.error;
       v.attempt = t.attempt;
+      v.resumed = s?.resumedAttempt === t.attempt;
       v.result_ref = t.result_ref;
       if (v.status === 'generating') v.progress = t.progress;
     }

@@ -5,6 +5,7 @@ interface Row {
   el: HTMLElement;
   body: HTMLElement;
   meta: HTMLElement;
+  resumed: HTMLElement;
   bar: HTMLElement;
   fill: HTMLElement;
   error: HTMLElement;
@@ -101,14 +102,16 @@ export class MessageList {
   private row(key: string): Row {
     const body = h('div', { class: 'body', 'data-testid': 'message-content' });
     const meta = h('div', { class: 'meta' });
+    // Quiet, not an error: the answer carried on where it was after its worker was lost.
+    const resumed = h('div', { class: 'note', 'data-testid': 'resumed-note', hidden: true }, 'Resumed after a server interruption');
     const fill = h('div', { class: 'fill' });
     const bar = h('div', { class: 'progress', role: 'progressbar', 'aria-label': 'Answer progress', 'aria-valuemin': '0', 'aria-valuemax': '100', 'data-testid': 'progress', hidden: true }, fill);
     const error = h('div', { class: 'error', 'data-testid': 'message-error', hidden: true });
     const cancel = h('button', { type: 'button', class: 'button subtle', 'data-action': 'cancel', 'data-testid': 'cancel-button', hidden: true }, 'Stop');
     const retry = h('button', { type: 'button', class: 'button', 'data-action': 'retry', 'data-testid': 'retry-button', hidden: true }, 'Retry');
     const actions = h('div', { class: 'actions' }, cancel, retry);
-    const el = h('article', { class: 'message', 'data-testid': 'message', 'data-key': key }, body, bar, error, h('div', { class: 'footer' }, meta, actions));
-    return { el, body, meta, bar, fill, error, cancel, retry };
+    const el = h('article', { class: 'message', 'data-testid': 'message', 'data-key': key }, body, bar, error, h('div', { class: 'footer' }, meta, resumed, actions));
+    return { el, body, meta, resumed, bar, fill, error, cancel, retry };
   }
 
   private patch(r: Row, m: ViewMessage): void {
@@ -138,6 +141,7 @@ export class MessageList {
     r.cancel.disabled = !m.canCancel;
     text(r.cancel, m.cancelling ? 'Stopping…' : 'Stop');
     r.retry.hidden = !m.canRetry;
+    r.resumed.hidden = !m.resumed;
     text(r.meta, meta(m));
   }
 }
@@ -154,7 +158,8 @@ function meta(m: ViewMessage): string {
     case 'failed':
       return m.attempt && m.attempt > 1 ? `Failed (attempt ${m.attempt})` : 'Failed';
     default:
-      return m.attempt && m.attempt > 1 ? `Attempt ${m.attempt}` : '';
+      // A resumed answer says so in its note; its attempt number would only puzzle.
+      return m.attempt && m.attempt > 1 && !m.resumed ? `Attempt ${m.attempt}` : '';
   }
 }
 
