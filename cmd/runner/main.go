@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -151,8 +152,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	defer store.Close()
+	// The bus exists before the runner whose leases gate its writes.
+	var gate atomic.Pointer[runner.Runner]
 	bus, err := natsbus.Connect(ctx, o.natsURL, natsbus.Config{Name: "runner " + o.id,
-		MaxElapsed: o.connectTimeout, Logger: log})
+		MaxElapsed: o.connectTimeout, Logger: log, WriteGate: func() bool {
+			r := gate.Load()
+			return r == nil || r.MaySend()
+		}})
 	if err != nil {
 		return fmt.Errorf("cannot reach NATS (is it running? set NATS_URL): %w", err)
 	}
@@ -163,6 +169,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
+	gate.Store(r)
 	fmt.Fprintf(stdout, "runner %s: engine %s, %d at once, NATS %s\n", r.ID(), o.engine, o.concurrency, o.natsURL)
 
 	loop := &maintenance.Loop{Store: store, Bus: bus, Interval: o.maintenanceEvery, Logger: log}

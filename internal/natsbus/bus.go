@@ -40,6 +40,13 @@ type Config struct {
 	// Logger receives warnings (dropped malformed messages, failed acks).
 	// Default slog.Default().
 	Logger *slog.Logger
+	// WriteGate, when set, is asked before every write to the socket; false
+	// drops what the client has buffered and closes the connection (it
+	// reconnects by itself). A runner shuts it while any of its attempts is
+	// past the point where it must go quiet, so events buffered before a
+	// pause never leave after it (see gatedDialer). Plain TCP only: with a
+	// tls:// URL the client's TLS runs over the gated connection.
+	WriteGate func() bool
 }
 
 func (c Config) withDefaults() Config {
@@ -63,16 +70,16 @@ const maxPendingAcks = 4096
 // Bus is one NATS connection with the JetStream streams Tether needs. It is
 // safe for concurrent use.
 type Bus struct {
-	cfg      Config
-	nc       *nats.Conn
+	cfg Config
+	nc  *nats.Conn
 	// onReconnect are called, each in its own goroutine, every time the
 	// connection comes back after it was lost.
 	reconnectMu sync.Mutex
 	onReconnect []func()
-	js       jetstream.JetStream
-	tasks    jetstream.Stream
-	dispatch jetstream.Consumer
-	log      *slog.Logger
+	js          jetstream.JetStream
+	tasks       jetstream.Stream
+	dispatch    jetstream.Consumer
+	log         *slog.Logger
 }
 
 // Connect dials url, retrying with exponential backoff until it succeeds, ctx
@@ -107,11 +114,11 @@ func Connect(ctx context.Context, url string, cfg Config) (*Bus, error) {
 // connectOnce makes one connection and sets up the streams on it; on any
 // failure it leaves nothing open.
 func (b *Bus) connectOnce(ctx context.Context, url string) error {
-	nc, err := nats.Connect(url,
+	opts := []nats.Option{
 		nats.Name(b.cfg.Name),
 		nats.Timeout(b.cfg.ConnectTimeout),
 		nats.MaxReconnects(-1),
-		nats.ReconnectWait(500*time.Millisecond),
+		nats.ReconnectWait(500 * time.Millisecond),
 		nats.ReconnectHandler(func(*nats.Conn) { b.reconnected() }),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
 			subject := ""
@@ -120,7 +127,11 @@ func (b *Bus) connectOnce(ctx context.Context, url string) error {
 			}
 			b.log.Warn("nats async error", "subject", subject, "err", err)
 		}),
-	)
+	}
+	if b.cfg.WriteGate != nil {
+		opts = append(opts, nats.SetCustomDialer(gatedDialer{timeout: b.cfg.ConnectTimeout, open: b.cfg.WriteGate}))
+	}
+	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		return err
 	}

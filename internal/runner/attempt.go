@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tether-dev/tether/internal/engine"
@@ -81,6 +82,10 @@ type attempt struct {
 	leaseUntil time.Time    // by the runner's clock
 	snapshots  int          // SaveSnapshot calls, for the log
 	outages    int          // times the events were published again
+
+	// quietAt is leaseUntil less the lease margin, in Unix nanoseconds:
+	// from then on the runner sends nothing (Runner.MaySend).
+	quietAt atomic.Int64
 }
 
 func newAttempt(r *Runner, work context.Context, claimed task.Task, log *slog.Logger) *attempt {
@@ -101,6 +106,7 @@ func newAttempt(r *Runner, work context.Context, claimed task.Task, log *slog.Lo
 		leaseUntil: r.cfg.Now().Add(r.cfg.Lease),
 	}
 	a.room = sync.NewCond(&a.mu)
+	a.setLeaseLocked(a.leaseUntil)
 	// An engine waiting for room must see the attempt stop.
 	context.AfterFunc(ctx, func() {
 		a.mu.Lock()

@@ -2,8 +2,10 @@ package runner_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/tether-dev/tether/internal/maintenance"
 	"github.com/tether-dev/tether/internal/natsbus"
 	"github.com/tether-dev/tether/internal/runner"
+	"github.com/tether-dev/tether/internal/runner/natsrunner"
 	"github.com/tether-dev/tether/internal/task"
 )
 
@@ -161,5 +164,64 @@ func TestNATSOutageIsAPause(t *testing.T) {
 	e.checkLog(events, done)
 	if done.Attempt != 1 || done.Output != streamOf(150) {
 		t.Fatalf("attempt %d output %q", done.Attempt, done.Output)
+	}
+}
+
+// cutOffStore fails every heartbeat while cut is set, as a runner cut off
+// from Postgres (but not from NATS) sees.
+type cutOffStore struct {
+	runner.Store
+	cut atomic.Bool
+}
+
+func (s *cutOffStore) Heartbeat(ctx context.Context, taskID string, attempt int) (bool, error) {
+	if s.cut.Load() {
+		return false, errors.New("connection to Postgres lost")
+	}
+	return s.Store.Heartbeat(ctx, taskID, attempt)
+}
+
+// A runner that cannot renew its lease goes quiet on its own before the
+// lease runs out: MaySend, the bus's write gate, shuts (so nothing the NATS
+// client buffered leaves), the engine's next write is refused, and the gate
+// opens again once that attempt is gone.
+func TestRunnerCutOffFromPostgresGoesQuiet(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	clock := &fakeClock{now: time.Now()}
+	eng := newStepEngine()
+	store := &cutOffStore{Store: e.store}
+	r, err := runner.New(runner.Config{ID: "r1", Engine: eng, Lease: testLease, Now: clock.Now},
+		store, natsrunner.New(e.bus))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = r.Run(ctx) }()
+	tk := e.submit("step")
+	recv(t, "the attempt to start", eng.started)
+	eng.steps <- "before "
+	waitFor(t, "the first delta in the log", func() bool { return len(e.log(tk.ID)) == 2 })
+	if !r.MaySend() {
+		t.Fatal("a runner holding its lease may not send")
+	}
+
+	store.cut.Store(true)
+	// Four fifths of a lease without a heartbeat: the runner must be quiet
+	// now, a fifth of a lease before anyone may take the task over.
+	clock.Advance(testLease * 4 / 5)
+	if r.MaySend() {
+		t.Fatal("a runner about to lose its lease may still send")
+	}
+	eng.steps <- "after "
+	if err := recv(t, "the attempt to end", eng.ended); err == nil {
+		t.Fatal("a delta was accepted after the runner went quiet")
+	}
+	waitFor(t, "the gate to open again", r.MaySend)
+	for _, ev := range e.log(tk.ID) {
+		if ev.Type == task.EventDelta && ev.Text != "before " {
+			t.Fatalf("logged %q after the runner went quiet", ev.Text)
+		}
 	}
 }

@@ -43,7 +43,7 @@ func (a *attempt) heartbeat(ctx context.Context) {
 		a.mu.Lock()
 		// The lease runs from when the heartbeat was sent, which is never
 		// later than when the store stamped it.
-		a.leaseUntil = sent.Add(a.r.cfg.Lease)
+		a.setLeaseLocked(sent.Add(a.r.cfg.Lease))
 		a.mu.Unlock()
 		if cancelRequested {
 			a.stop(errCancel)
@@ -57,6 +57,12 @@ func (a *attempt) heartbeat(ctx context.Context) {
 // that what it already sent is in the log before maintenance folds the log
 // and hands the task to another runner.
 func (a *attempt) leaseMargin() time.Duration { return a.r.cfg.Lease / 5 }
+
+// setLeaseLocked records a renewed lease. a.mu is held.
+func (a *attempt) setLeaseLocked(until time.Time) {
+	a.leaseUntil = until
+	a.quietAt.Store(until.Add(-a.leaseMargin()).UnixNano())
+}
 
 // leaseHeldLocked reports whether the runner may still publish for this
 // attempt: its lease, less the margin, has not run out. a.mu is held.

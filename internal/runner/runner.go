@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tether-dev/tether/internal/task"
@@ -43,6 +44,9 @@ type Runner struct {
 
 	mu       sync.Mutex
 	inflight map[string]*attempt // by task id, for cancel routing
+	// live is a copy of inflight's attempts, replaced under mu, for MaySend,
+	// which must not take a lock.
+	live atomic.Pointer[[]*attempt]
 }
 
 // New returns a runner; cfg's zero fields get their defaults.
@@ -61,6 +65,37 @@ func New(cfg Config, store Store, bus Bus) (*Runner, error) {
 		log:      cfg.Logger.With("runner", cfg.ID),
 		inflight: make(map[string]*attempt),
 	}, nil
+}
+
+// MaySend reports whether the runner may send anything on its NATS
+// connection right now: false while any of its attempts is past the point
+// where it must go quiet (its lease about to lapse by the runner's own clock
+// without a heartbeat). cmd/runner makes it the bus's write gate
+// (natsbus.Config.WriteGate), so events the NATS client buffered before a
+// pause (SIGSTOP, a frozen VM) are dropped instead of sent when the process
+// resumes, after another runner may have taken the task over. It takes no
+// lock: the NATS client calls it with its own lock held.
+func (r *Runner) MaySend() bool {
+	live := r.live.Load()
+	if live == nil {
+		return true
+	}
+	now := r.cfg.Now().UnixNano()
+	for _, a := range *live {
+		if now >= a.quietAt.Load() {
+			return false
+		}
+	}
+	return true
+}
+
+// publishLiveLocked refreshes live from inflight. r.mu is held.
+func (r *Runner) publishLiveLocked() {
+	live := make([]*attempt, 0, len(r.inflight))
+	for _, a := range r.inflight {
+		live = append(live, a)
+	}
+	r.live.Store(&live)
 }
 
 // ID is the runner id written with its leases.
@@ -163,6 +198,7 @@ func (r *Runner) claim(ctx context.Context, d Dispatch) (*attempt, error) {
 	a := newAttempt(r, ctx, claimed, log)
 	r.mu.Lock()
 	r.inflight[claimed.ID] = a
+	r.publishLiveLocked()
 	r.mu.Unlock()
 	return a, nil
 }
@@ -173,6 +209,7 @@ func (r *Runner) runAttempt(a *attempt) {
 		r.mu.Lock()
 		if r.inflight[a.claimed.ID] == a {
 			delete(r.inflight, a.claimed.ID)
+			r.publishLiveLocked()
 		}
 		r.mu.Unlock()
 	}()
