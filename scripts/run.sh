@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make run`: Postgres (a private cluster under .data/pg unless DATABASE_URL
 # is set), the gateway with embedded NATS (unless NATS_URL is set) and one
-# runner. Ctrl-C stops everything this script started.
+# runner, each started again when it exits. Ctrl-C stops everything this
+# script started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .data
@@ -14,11 +15,19 @@ if [ -z "${DATABASE_URL:-}" ]; then
 fi
 export DATABASE_URL
 
-pids=()
+# Each component's pid is kept in .data/run/<name>.pid. A component that
+# exits (a crash, or `kill $(cat .data/run/gateway.pid)` to restart it, for
+# example after `make build`) is started again; the others keep running, so
+# a restart is a reconnect for everyone else. Ctrl-C stops everything.
+mkdir -p .data/run
+declare -A pid_of started_at fast_exits
+stopping=
 cleanup() {
 	trap - EXIT INT TERM
-	for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-	for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+	stopping=1
+	for name in "${!pid_of[@]}"; do kill -TERM "${pid_of[$name]}" 2>/dev/null || true; done
+	for name in "${!pid_of[@]}"; do wait "${pid_of[$name]}" 2>/dev/null || true; done
+	rm -f .data/run/*.pid
 	if [ -n "$started_pg" ]; then scripts/pg.sh stop .data/pg || true; fi
 	echo "run: stopped"
 }
@@ -30,12 +39,22 @@ port=${addr##*:}
 host=${addr%:*}
 [ -z "$host" ] || [ "$host" = "0.0.0.0" ] && host=127.0.0.1
 
-./bin/gateway &
-pids+=($!)
+start() {
+	local name=$1
+	case $name in
+	gateway) ./bin/gateway & ;;
+	runner) NATS_URL=$runner_nats ./bin/runner & ;;
+	esac
+	pid_of[$name]=$!
+	started_at[$name]=$SECONDS
+	echo "${pid_of[$name]}" >".data/run/$name.pid"
+}
+
+start gateway
 
 # Wait for the gateway to be ready (Postgres migrated, NATS up).
 for _ in $(seq 1 600); do
-	if ! kill -0 "${pids[0]}" 2>/dev/null; then
+	if ! kill -0 "${pid_of[gateway]}" 2>/dev/null; then
 		echo "run: the gateway exited; see its log above" >&2
 		exit 1
 	fi
@@ -43,15 +62,34 @@ for _ in $(seq 1 600); do
 	sleep 0.1
 done
 
-if [ -z "${NATS_URL:-}" ]; then
-	export NATS_URL="nats://${TETHER_NATS_LISTEN:-127.0.0.1:4222}"
-fi
-./bin/runner &
-pids+=($!)
+# The runner reaches the gateway's embedded NATS unless NATS_URL names
+# another; the gateway itself must not see it, or a restarted gateway would
+# look for an external NATS instead of embedding its own.
+runner_nats=${NATS_URL:-nats://${TETHER_NATS_LISTEN:-127.0.0.1:4222}}
+start runner
 
 echo
 echo "  Tether is running: http://localhost:$port   (Ctrl-C stops everything)"
+echo "  Restart one part: kill \$(cat .data/run/gateway.pid)   (or runner.pid)"
 echo
 
-# Stop everything when either process ends.
-wait -n "${pids[@]}"
+# Start again whatever exits; give up on one that keeps exiting at once.
+while [ -z "$stopping" ]; do
+	wait -n "${pid_of[@]}" || true
+	for name in "${!pid_of[@]}"; do
+		kill -0 "${pid_of[$name]}" 2>/dev/null && continue
+		wait "${pid_of[$name]}" 2>/dev/null
+		rc=$?
+		if [ $((SECONDS - started_at[$name])) -lt 5 ]; then
+			fast_exits[$name]=$((${fast_exits[$name]:-0} + 1))
+		else
+			fast_exits[$name]=0
+		fi
+		if [ "${fast_exits[$name]}" -ge 3 ]; then
+			echo "run: the $name exited 3 times in a row right after starting (status $rc); stopping" >&2
+			exit 1
+		fi
+		echo "run: the $name exited (status $rc); starting it again"
+		start "$name"
+	done
+done
