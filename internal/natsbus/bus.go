@@ -33,6 +33,11 @@ type Config struct {
 	// PublishAckTimeout bounds the wait for each asynchronous publish ack, so
 	// a lost ack becomes an error instead of a hang. Default 10s.
 	PublishAckTimeout time.Duration
+	// Replicas is how many servers of a NATS cluster keep each of Tether's
+	// streams (JetStream replication). 1 for a single server (the default);
+	// 3 for the three-node cluster of nats.conf, so that losing one node
+	// loses no event and stops nothing. An existing stream is updated to it.
+	Replicas int
 	// FetchWait is how long one dispatch pull waits for work; it is also how
 	// long Consume may take to notice its context is done. Default 1s: an
 	// idle runner asks once a second, and stops within a second of SIGTERM.
@@ -57,6 +62,7 @@ func (c Config) withDefaults() Config {
 	c.MaxElapsed = cmp.Or(c.MaxElapsed, 30*time.Second)
 	c.PublishAckTimeout = cmp.Or(c.PublishAckTimeout, 10*time.Second)
 	c.FetchWait = cmp.Or(c.FetchWait, time.Second)
+	c.Replicas = cmp.Or(c.Replicas, 1)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}

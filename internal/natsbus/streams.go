@@ -31,6 +31,7 @@ func (b *Bus) ensureStreams(ctx context.Context) error {
 		Storage:     jetstream.FileStorage,
 		Duplicates:  min(taskDuplicates, b.cfg.TaskRetention),
 		Discard:     jetstream.DiscardOld,
+		Replicas:    b.cfg.Replicas,
 	})
 	if err != nil {
 		return fmt.Errorf("ensure stream %s: %w", TasksStream, err)
@@ -44,6 +45,7 @@ func (b *Bus) ensureStreams(ctx context.Context) error {
 		MaxAge:     b.cfg.TaskRetention,
 		Storage:    jetstream.FileStorage,
 		Duplicates: min(dispatchDuplicates, b.cfg.TaskRetention),
+		Replicas:   b.cfg.Replicas,
 	}); err != nil {
 		return fmt.Errorf("ensure stream %s: %w", DispatchStream, err)
 	}
