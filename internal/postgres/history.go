@@ -87,6 +87,9 @@ func (s *Store) History(ctx context.Context, userID, conversationID string, p ta
 		next = s.encodeCursor(cursorMessages, convID, position{At: oldest.CreatedAt, ID: oldest.ID})
 	}
 	slices.Reverse(msgs)
+	if err := fillAttachments(ctx, s.pool, msgs); err != nil {
+		return nil, "", fmt.Errorf("history of conversation %s: %w", convID, err)
+	}
 	return msgs, next, nil
 }
 

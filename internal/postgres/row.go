@@ -13,7 +13,7 @@ import (
 // scanTask reads them.
 const taskColumns = `id, conversation_id, user_id, status, attempt, seq, progress, input,
 	output, error, result_ref, runner_id, lease_until, stream_pos, cancel_requested,
-	created_at, updated_at, finished_at, assistant_message_id, submit_attempt, keep`
+	created_at, updated_at, finished_at, assistant_message_id, submit_attempt, keep, attachments`
 
 // taskRow is a task with the bookkeeping only the store needs.
 type taskRow struct {
@@ -23,6 +23,8 @@ type taskRow struct {
 	assistantMessageID string
 	// submitAttempt is the attempt the current submission started with.
 	submitAttempt int
+	// attachments are the upload ids the submit attached, in order.
+	attachments []string
 }
 
 // attemptsLeft reports whether a lost lease may start another attempt of
@@ -41,7 +43,7 @@ func scanTask(row pgx.Row) (taskRow, error) {
 	err := row.Scan(&r.ID, &r.ConversationID, &r.UserID, &r.Status, &r.Attempt, &r.Seq,
 		&r.Progress, &r.Input, &r.Output, &r.Error, &r.ResultRef, &runnerID, &leaseUntil,
 		&r.StreamPos, &r.CancelRequested, &r.CreatedAt, &r.UpdatedAt, &finished,
-		&r.assistantMessageID, &r.submitAttempt, &r.Keep)
+		&r.assistantMessageID, &r.submitAttempt, &r.Keep, &r.attachments)
 	if err != nil {
 		return taskRow{}, err
 	}

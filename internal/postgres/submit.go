@@ -39,6 +39,9 @@ func (s *Store) Submit(ctx context.Context, req task.SubmitRequest) (task.Submit
 	if err := checkContent(req.Content); err != nil {
 		return task.SubmitResult{}, err
 	}
+	if req.Attachments, err = checkAttachmentIDs(req.Attachments); err != nil {
+		return task.SubmitResult{}, err
+	}
 	req.TaskID, req.ConversationID = taskID, convID
 
 	var res task.SubmitResult
@@ -124,11 +127,11 @@ func insertTask(ctx context.Context, tx pgx.Tx, req task.SubmitRequest, touch bo
 	}
 	r, err := scanTask(tx.QueryRow(ctx, `
 		INSERT INTO tasks (id, user_id, conversation_id, assistant_message_id, status, attempt,
-			submit_attempt, seq, progress, input, output, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, 'pending', 1, 1, 0, 0, $5, '', $6, $6)
+			submit_attempt, seq, progress, input, output, created_at, updated_at, attachments)
+		VALUES ($1, $2, $3, $4, 'pending', 1, 1, 0, 0, $5, '', $6, $6, $7)
 		ON CONFLICT (id) DO NOTHING
 		RETURNING `+taskColumns,
-		req.TaskID, req.UserID, req.ConversationID, assistantMsg, req.Content, now))
+		req.TaskID, req.UserID, req.ConversationID, assistantMsg, req.Content, now, req.Attachments))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return task.Task{}, err
 	}
@@ -148,6 +151,9 @@ func insertTask(ctx context.Context, tx pgx.Tx, req task.SubmitRequest, touch bo
 	if err != nil {
 		return task.Task{}, fmt.Errorf("insert messages: %w", err)
 	}
+	if err := attachUploads(ctx, tx, req.UserID, req.Attachments, userMsg.String(), now); err != nil {
+		return task.Task{}, err
+	}
 	if touch {
 		if err := touchConversation(ctx, tx, req.ConversationID, now); err != nil {
 			return task.Task{}, err
@@ -159,7 +165,8 @@ func insertTask(ctx context.Context, tx pgx.Tx, req task.SubmitRequest, touch bo
 // resubmit answers a submit of an existing (locked) task: the same one is a
 // lookup, a failed one starts a new attempt, anything else is a conflict.
 func resubmit(ctx context.Context, tx pgx.Tx, r taskRow, req task.SubmitRequest, now time.Time) (task.SubmitResult, error) {
-	if r.UserID != req.UserID || r.ConversationID != req.ConversationID || r.Input != req.Content {
+	if r.UserID != req.UserID || r.ConversationID != req.ConversationID || r.Input != req.Content ||
+		!task.SameAttachments(r.attachments, req.Attachments) {
 		return task.SubmitResult{}, errInUse()
 	}
 	if r.Status != task.StatusFailed {

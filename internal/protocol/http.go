@@ -43,9 +43,7 @@ func HTTPError(code task.Code, message string) []byte {
 
 // MessagesPage is the body of GET /v1/conversations/{id}/messages.
 func MessagesPage(msgs []task.Message, next string) []byte {
-	if msgs == nil {
-		msgs = []task.Message{}
-	}
+	msgs = withAttachments(msgs)
 	return encode(struct {
 		Messages []task.Message `json:"messages"`
 		Next     *string        `json:"next"`

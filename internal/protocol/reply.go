@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/tether-dev/tether/internal/task"
@@ -79,9 +80,7 @@ func Pong(req string) []byte {
 // History is the reply to history: messages oldest first, and the cursor of
 // the page before them ("" encodes as null: there is none).
 func History(req string, msgs []task.Message, next string) []byte {
-	if msgs == nil {
-		msgs = []task.Message{}
-	}
+	msgs = withAttachments(msgs)
 	return encode(struct {
 		Type     string         `json:"type"`
 		Req      string         `json:"req,omitempty"`
@@ -111,6 +110,28 @@ func Error(req string, code task.Code, message string) []byte {
 		Code    task.Code `json:"code"`
 		Message string    `json:"message"`
 	}{TypeError, req, code, message})
+}
+
+// withAttachments returns msgs (never nil) with an attachments list on each
+// message, so every Message on the wire carries "attachments" (PROTOCOL.md
+// section 10), [] when it has none.
+func withAttachments(msgs []task.Message) []task.Message {
+	if msgs == nil {
+		return []task.Message{}
+	}
+	var out []task.Message
+	for i, m := range msgs {
+		if m.Attachments == nil {
+			if out == nil {
+				out = slices.Clone(msgs)
+			}
+			out[i].Attachments = []task.Attachment{}
+		}
+	}
+	if out == nil {
+		return msgs
+	}
+	return out
 }
 
 func cursor(next string) *string {

@@ -28,8 +28,9 @@ func (a *attempt) heartbeat(ctx context.Context) {
 		cancelRequested, err := a.r.store.Heartbeat(callCtx, a.claimed.ID, a.claimed.Attempt)
 		cancel()
 		switch {
-		case errors.Is(err, task.ErrFenced):
-			a.log.Warn("attempt fenced out: stopping without further writes")
+		// A task that is gone (its conversation was deleted) is fenced too.
+		case errors.Is(err, task.ErrFenced), task.ErrorCode(err) == task.CodeNotFound:
+			a.log.Warn("attempt fenced out: stopping without further writes", "reason", err)
 			a.stop(task.ErrFenced)
 			return
 		case err != nil:

@@ -11,6 +11,9 @@ type SubmitRequest struct {
 	TaskID         string
 	ConversationID string
 	Content        string
+	// Attachments are finished upload ids of the same user, part of the
+	// submit's identity (PROTOCOL.md section 10).
+	Attachments []string
 }
 
 // SubmitResult says what a submit did.
@@ -54,6 +57,10 @@ type Store interface {
 	Conversations(ctx context.Context, userID string, p Page) ([]Conversation, string, error)
 	// Result returns a stored result named by a task's result_ref.
 	Result(ctx context.Context, userID, ref string) (Result, error)
+	// DeleteConversation removes the user's conversation with its messages
+	// and tasks; its uploads are discarded (they expire at once, and the
+	// upload sweep removes them with their bytes).
+	DeleteConversation(ctx context.Context, userID, conversationID string) error
 }
 
 // Claim asks to run a task.
@@ -110,6 +117,11 @@ type RunnerStore interface {
 	// Context returns the messages of the task's conversation before the
 	// task's own user message, oldest first: the newest limit of them.
 	Context(ctx context.Context, taskID string, limit int) ([]Message, error)
+	// Attachments returns the attachments of the task's own message and of
+	// the newest limit messages before it, oldest first. The text of text
+	// files is loaded newest first while the total stays within textBudget
+	// bytes (TextLoaded says which).
+	Attachments(ctx context.Context, taskID string, limit, textBudget int) ([]AttachmentFile, error)
 }
 
 // Fold advances a stored snapshot with the events the log holds after it;

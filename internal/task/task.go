@@ -137,6 +137,9 @@ type Message struct {
 	TaskID         *string   `json:"task_id"`
 	Status         *string   `json:"status"`
 	CreatedAt      time.Time `json:"created_at"`
+	// Attachments are the uploads a user message carries, in the order the
+	// submit named them (PROTOCOL.md section 10); empty for the others.
+	Attachments []Attachment `json:"attachments"`
 }
 
 // Role says who wrote a message.
