@@ -12,6 +12,8 @@ require (
 	github.com/nats-io/nats.go v1.55.0
 	github.com/pressly/goose/v3 v3.30.0
 	github.com/prometheus/client_golang v1.25.0
+	github.com/tus/tusd/v2 v2.9.1
+	golang.org/x/exp v0.0.0-20261109185158-a52e3aef5920
 	golang.org/x/time v0.16.0
 )
 
