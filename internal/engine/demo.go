@@ -8,6 +8,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/tether-dev/tether/internal/task"
 )
 
 // Limits of the demo directives (PROTOCOL.md section 6).
@@ -28,6 +30,8 @@ const (
 //
 //	/stream N MS  N deltas "t1 ", "t2 ", ... MS ms apart, then done
 //	/fail N MS    the same deltas, then a Failure "demo failure"
+//	/attachments  one line per attachment of the task's own message,
+//	              "<name> <size> <sha256 hex>", or "no attachments"
 //	anything else a short reply quoting the input, word by word, then done
 //
 // Progress after the i-th delta of n is floor(100*i/n), reported only when
@@ -49,6 +53,9 @@ func NewDemo() *Demo { return &Demo{} }
 func (d *Demo) Run(ctx context.Context, in Input, out Output) error {
 	kind, n, ms, ok := parseDirective(in.Content)
 	chunks, gap := demoReply(in.Content), demoWordDelay
+	if strings.TrimSpace(in.Content) == "/attachments" {
+		chunks = attachmentLines(in.Attachments)
+	}
 	if ok {
 		chunks, gap = make([]string, n), time.Duration(ms)*time.Millisecond
 		for i := range chunks {
@@ -191,4 +198,25 @@ func splitWords(s string) []string {
 		words = append(words, s[start:])
 	}
 	return words
+}
+
+// attachmentLines is the answer to /attachments: a line per attachment of
+// the task's own message, in order, "<name> <size> <sha256 hex>", the lines
+// joined by a newline (one delta each); "no attachments" when it has none.
+// The SHA-256 is of the bytes the gateway stored, so a client can check
+// them end to end.
+func attachmentLines(files []task.AttachmentFile) []string {
+	var lines []string
+	for _, f := range files {
+		if f.Own {
+			lines = append(lines, fmt.Sprintf("%s %d %s", f.Name, f.Size, f.SHA256))
+		}
+	}
+	if len(lines) == 0 {
+		return []string{"no attachments"}
+	}
+	for i := range lines[:len(lines)-1] {
+		lines[i] += "\n"
+	}
+	return lines
 }

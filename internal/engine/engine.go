@@ -39,6 +39,12 @@ type Input struct {
 	// never writes it again: its first Delta follows the prefix directly.
 	// Empty for a first attempt and for a retry, which start over.
 	Prefix string
+	// Attachments are the files of the task's own message (Own) and of the
+	// earlier messages in History, oldest first (PROTOCOL.md section 10):
+	// name, size, type, SHA-256, and the text of text files that the
+	// runner's budget let it load. They come from the store, never from a
+	// gateway's disk.
+	Attachments []task.AttachmentFile
 }
 
 // ErrCannotContinue is returned (wrapped) by an engine that cannot continue a

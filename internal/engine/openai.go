@@ -93,7 +93,7 @@ func (o *OpenAI) Run(ctx context.Context, in Input, out Output) error {
 	}
 	body, err := json.Marshal(chatRequest{
 		Model:         o.cfg.Model,
-		Messages:      buildMessages(o.cfg.SystemPrompt, in.History, in.TaskID, in.Content, in.Prefix, o.cfg.ContextBudget),
+		Messages:      buildMessages(o.cfg.SystemPrompt, in.History, in.TaskID, in.Content, in.Prefix, o.cfg.ContextBudget, in.Attachments),
 		Stream:        true,
 		StreamOptions: streamOptions{IncludeUsage: true},
 		Temperature:   o.cfg.Temperature,

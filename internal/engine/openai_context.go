@@ -44,12 +44,19 @@ func estimateTokens(s string) int {
 // prefix are always sent, whatever their size; the prefix takes its share
 // of budget first, since it grows with the answer (one that ran long before
 // its runner was lost can fill a context window) and older history is
-// what the answer needs least.
-func buildMessages(system string, history []task.Message, currentTaskID, current, prefix string, budget int) []chatMessage {
+// what the answer needs least. Attached files go with the user message they
+// came with (attachments.go): the current message's texts take their share
+// next, then each kept exchange's while they fit; a file whose text does not
+// fit is named.
+func buildMessages(system string, history []task.Message, currentTaskID, current, prefix string, budget int, files []task.AttachmentFile) []chatMessage {
 	if prefix != "" {
 		budget -= estimateTokens(prefix)
 	}
-	type exchange struct{ user, assistant string }
+	// The current message's files come first (they are the newest), then
+	// each kept exchange's, newest first; see attachments.go.
+	own, byMessage := splitFiles(files)
+	current, budget = withFiles(current, own, budget)
+	type exchange struct{ userID, user, assistant string }
 	var all []exchange
 	for i := 0; i+1 < len(history); i++ {
 		u, a := history[i], history[i+1]
@@ -57,18 +64,23 @@ func buildMessages(system string, history []task.Message, currentTaskID, current
 			ofTask(u, currentTaskID) || ofTask(a, currentTaskID) || !usableAnswer(a) {
 			continue
 		}
-		all = append(all, exchange{u.Content, a.Content})
+		all = append(all, exchange{u.ID, u.Content, a.Content})
 		i++
 	}
 
 	var kept []exchange
 	used := 0
 	for _, ex := range slices.Backward(all) {
-		cost := estimateTokens(ex.user) + estimateTokens(ex.assistant)
+		named := withNames(ex.user, byMessage[ex.userID])
+		cost := estimateTokens(named) + estimateTokens(ex.assistant)
 		if used+cost > budget {
 			break
 		}
 		used += cost
+		// Its text files go in while they fit; the others stay named.
+		var left int
+		ex.user, left = withFiles(ex.user, byMessage[ex.userID], budget-used)
+		used = budget - left
 		kept = append(kept, ex)
 	}
 	slices.Reverse(kept)

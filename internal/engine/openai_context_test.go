@@ -74,7 +74,7 @@ func TestBuildMessages(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got := roles(buildMessages(tc.system, tc.hist, "cur", "now", "", tc.budget))
+			got := roles(buildMessages(tc.system, tc.hist, "cur", "now", "", tc.budget, nil))
 			if got != tc.want {
 				t.Fatalf("got  %s\nwant %s", got, tc.want)
 			}
@@ -100,7 +100,7 @@ func TestBuildMessagesWithPrefix(t *testing.T) {
 		{3, "s:sys | u:now | a:pp"}, // the prefix alone is over budget
 		{-1, "s:sys | u:now | a:pp"},
 	} {
-		if got := roles(buildMessages("sys", hist, "", "now", "pp", tc.budget)); got != tc.want {
+		if got := roles(buildMessages("sys", hist, "", "now", "pp", tc.budget, nil)); got != tc.want {
 			t.Errorf("budget %d:\n got %s\nwant %s", tc.budget, got, tc.want)
 		}
 	}
@@ -116,7 +116,7 @@ func TestBuildMessagesKeepsAContiguousNewestStretch(t *testing.T) {
 	}
 	// The big exchange does not fit; the small older one would, but
 	// sending it without the one between would be a gap.
-	got := roles(buildMessages("", hist, "", "now", "", 40))
+	got := roles(buildMessages("", hist, "", "now", "", 40, nil))
 	if want := "u:new | a:b | u:now"; got != want {
 		t.Fatalf("got %s, want %s", got, want)
 	}
@@ -130,7 +130,7 @@ func TestBuildMessagesStaysWithinBudget(t *testing.T) {
 			answer(fmt.Sprintf("answer %d %s", i, strings.Repeat("é", i%53)), "done"))
 	}
 	for _, budget := range []int{0, 1, 50, 333, 1000, 6000, 1 << 20} {
-		msgs := buildMessages("system", hist, "", "current", "", budget)
+		msgs := buildMessages("system", hist, "", "current", "", budget, nil)
 		if msgs[0] != (chatMessage{"system", "system"}) || msgs[len(msgs)-1] != (chatMessage{"user", "current"}) {
 			t.Fatalf("budget %d: system or current misplaced", budget)
 		}

@@ -39,6 +39,16 @@ func silent(cause error) bool {
 // is given; an engine keeps what fits its own budget.
 const historyLimit = 200
 
+// attachmentTextBudget bounds the bytes of attachment text an attempt loads,
+// newest first (4 MiB: about a million tokens, beyond any model's context,
+// and at most 16 whole text files of 256 KiB).
+const attachmentTextBudget = 4 << 20
+
+// errAttachments is the task error when the attachments could not be read:
+// an answer without the files the user sent would be wrong, and a retry may
+// work.
+const errAttachments = "attachments unavailable"
+
 // attempt is one run of the engine on a claimed task. It is the engine's
 // engine.Output: it numbers and publishes what the engine writes, and its
 // snapshotter goroutine writes the batches to Postgres off the engine's path
@@ -146,7 +156,14 @@ func (a *attempt) run() {
 		if in.Prefix != "" {
 			a.log.Info("continuing a lost attempt's answer", "keep", len(in.Prefix))
 		}
-		err = a.r.cfg.Engine.Run(a.ctx, in, a)
+		in.Attachments, err = a.r.store.Attachments(a.ctx, a.claimed.ID, historyLimit, attachmentTextBudget)
+		switch {
+		case err != nil && a.ctx.Err() == nil:
+			a.log.Error("attachments unavailable: the attempt fails", "err", err)
+			err = &engine.Failure{Message: errAttachments}
+		case err == nil:
+			err = a.r.cfg.Engine.Run(a.ctx, in, a)
+		}
 		if errors.Is(err, engine.ErrCannotContinue) && a.claimed.Keep > 0 && !a.engineWrote() {
 			a.log.Warn("engine cannot continue the kept answer: starting it over as a new attempt",
 				"keep", a.claimed.Keep, "reason", err)

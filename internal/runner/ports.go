@@ -21,6 +21,9 @@ type Store interface {
 	Finish(ctx context.Context, f task.Finish) (task.Task, error)
 	// Context is the conversation before the task, for engines that send it to a model.
 	Context(ctx context.Context, taskID string, limit int) ([]task.Message, error)
+	// Attachments are the files of the task's message and of the messages
+	// Context returns, with the texts the budget allows (task.RunnerStore).
+	Attachments(ctx context.Context, taskID string, limit, textBudget int) ([]task.AttachmentFile, error)
 }
 
 var _ Store = (task.RunnerStore)(nil)
