@@ -27,10 +27,14 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/conversations", s.api(s.getConversations))
 	mux.HandleFunc("GET /v1/conversations/{id}/messages", s.api(s.getMessages))
 	mux.HandleFunc("GET /v1/results/{ref}", s.api(s.getResult))
+	mux.HandleFunc("DELETE /v1/conversations/{id}", s.api(s.deleteConversation))
+	mux.HandleFunc("/v1/uploads", s.serveUploads)
+	mux.HandleFunc("/v1/uploads/", s.serveUploads)
 	// The same paths with any other method: a JSON 405 rather than the
 	// mux's plain-text one.
 	for _, p := range []string{"/v1/ws", "/v1/tasks", "/v1/tasks/{id}", "/v1/tasks/{id}/cancel",
-		"/v1/tasks/{id}/events", "/v1/conversations", "/v1/conversations/{id}/messages", "/v1/results/{ref}"} {
+		"/v1/tasks/{id}/events", "/v1/conversations", "/v1/conversations/{id}/messages", "/v1/results/{ref}",
+		"/v1/conversations/{id}"} {
 		mux.HandleFunc(p, methodNotAllowed)
 	}
 	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
@@ -127,7 +131,7 @@ func (s *Server) postTask(w http.ResponseWriter, r *http.Request, user string) e
 		return err
 	}
 	res, err := s.submit(r.Context(), user, task.SubmitRequest{TaskID: req.TaskID,
-		ConversationID: req.ConversationID, Content: req.Content})
+		ConversationID: req.ConversationID, Content: req.Content, Attachments: req.Attachments})
 	if err != nil {
 		return err
 	}

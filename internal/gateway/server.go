@@ -52,6 +52,8 @@ type Config struct {
 	UI     http.Handler
 	Logger *slog.Logger
 	Now    func() time.Time
+	// Uploads serves /v1/uploads (PROTOCOL.md section 10); nil: no uploads.
+	Uploads Uploads
 	// Ready reports whether the store is reachable (for /readyz).
 	Ready func(ctx context.Context) error
 }

@@ -178,7 +178,7 @@ func (ss *wsSession) handle(req protocol.Request) {
 	case "submit":
 		ss.followTask(req, func(ctx context.Context) (task.Task, []byte, error) {
 			res, err := s.submit(ctx, user, task.SubmitRequest{TaskID: req.TaskID,
-				ConversationID: req.ConversationID, Content: req.Content})
+				ConversationID: req.ConversationID, Content: req.Content, Attachments: req.Attachments})
 			if err != nil {
 				return task.Task{}, nil, err
 			}

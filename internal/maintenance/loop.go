@@ -46,7 +46,18 @@ type Loop struct {
 	// JetStream de-duplication and the conditional claim make a repeat
 	// harmless. Default 5s.
 	RedispatchAge time.Duration
-	Logger        *slog.Logger
+	// Uploads, when set, is swept every round: uploads that expired (no
+	// message took them in time, terminated, or their conversation was
+	// deleted) go with their bytes. Only a process that can reach the bytes
+	// sets it: the gateway (docs/deploy.md, "Uploads storage").
+	Uploads UploadSweeper
+	Logger  *slog.Logger
+}
+
+// UploadSweeper removes expired uploads with their bytes; *uploads.Service
+// implements it.
+type UploadSweeper interface {
+	Sweep(ctx context.Context) (int, error)
 }
 
 // Run does a round at once and then every Interval until ctx is done. A
@@ -69,8 +80,8 @@ func (l *Loop) Run(ctx context.Context) error {
 	}
 }
 
-// Tick does one round: expire pending tasks, expire leases, purge, and
-// dispatch again what is still waiting. Each step's failure is logged and
+// Tick does one round: expire pending tasks, expire leases, purge, sweep
+// expired uploads, and dispatch again what is still waiting. Each step's failure is logged and
 // does not stop the others.
 func (l *Loop) Tick(ctx context.Context) {
 	log := cmp.Or(l.Logger, slog.Default())
@@ -102,6 +113,16 @@ func (l *Loop) Tick(ctx context.Context) {
 	}
 	if purged > 0 {
 		log.Info("purged finished tasks", "count", purged)
+	}
+
+	if l.Uploads != nil {
+		swept, err := l.Uploads.Sweep(ctx)
+		if err != nil && ctx.Err() == nil {
+			log.Error("maintenance: sweep expired uploads", "err", err)
+		}
+		if swept > 0 {
+			log.Info("swept expired uploads", "count", swept)
+		}
 	}
 
 	waiting, err := l.Store.Undispatched(ctx, cmp.Or(l.RedispatchAge, 5*time.Second))

@@ -46,7 +46,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-decode of %+v: %v", r, err)
 		}
-		if again != r {
+		if !reflect.DeepEqual(again, r) {
 			t.Fatalf("re-decode: got %+v, want %+v", again, r)
 		}
 	})
@@ -82,6 +82,17 @@ func checkRequest(t *testing.T, r Request) {
 	if r.Limit < 0 || r.Limit > task.MaxLimit {
 		t.Fatalf("limit %d accepted", r.Limit)
 	}
+	if len(r.Attachments) > 0 && !f.attachments {
+		t.Fatalf("attachments on %q", r.Type)
+	}
+	if len(r.Attachments) > task.MaxAttachments || task.CheckAttachments(r.Attachments) != nil {
+		t.Fatalf("attachments %v accepted", r.Attachments)
+	}
+	for _, id := range r.Attachments {
+		if n, ok := NormalizeUUID(id); !ok || n != id {
+			t.Fatalf("attachment %q not a normalised UUID", id)
+		}
+	}
 }
 
 // encodeRequest writes r back as a client frame.
@@ -104,6 +115,9 @@ func encodeRequest(r Request) []byte {
 	}
 	if r.Limit != 0 {
 		m["limit"] = r.Limit
+	}
+	if len(r.Attachments) > 0 {
+		m["attachments"] = r.Attachments
 	}
 	b, err := json.Marshal(m)
 	if err != nil {

@@ -40,15 +40,17 @@ type Request struct {
 	Content        string
 	Before         string
 	Limit          int
+	// Attachments are the upload ids of a submit (PROTOCOL.md section 10).
+	Attachments []string
 }
 
 // requestFields lists, per type, the fields DecodeRequest reads. Any other
 // member of the object is ignored, so a client may send extra fields (and a
 // known field that its type does not use is extra too).
 var requestFields = map[string]struct {
-	taskID, conversationID, content, page bool
+	taskID, conversationID, content, page, attachments bool
 }{
-	TypeSubmit:        {taskID: true, conversationID: true, content: true},
+	TypeSubmit:        {taskID: true, conversationID: true, content: true, attachments: true},
 	TypeSubscribe:     {taskID: true},
 	TypeUnsubscribe:   {taskID: true},
 	TypeCancel:        {taskID: true},
@@ -119,6 +121,11 @@ func DecodeRequest(data []byte) (Request, error) {
 	}
 	if fields.content {
 		if r.Content, err = decodeContent(obj); err != nil {
+			return r, err
+		}
+	}
+	if fields.attachments {
+		if r.Attachments, err = decodeAttachments(obj); err != nil {
 			return r, err
 		}
 	}

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -28,6 +29,10 @@ func TestDecodeRequestValid(t *testing.T) {
 			Request{Type: "submit", TaskID: tid, ConversationID: cid, Content: strings.Repeat("a", task.MaxContentBytes)}},
 		{"submit escaped surrogate pair and U+FFFD", `{"type":"submit","task_id":"` + tid + `","conversation_id":"` + cid + `","content":"\ud83d\ude00 \ufffd é\n"}`,
 			Request{Type: "submit", TaskID: tid, ConversationID: cid, Content: "😀 \ufffd é\n"}},
+		{"submit with attachments, normalised, in order", `{"type":"submit","task_id":"` + tid + `","conversation_id":"` + cid + `","content":"x","attachments":["` + strings.ToUpper(cid) + `","` + tid + `"]}`,
+			Request{Type: "submit", TaskID: tid, ConversationID: cid, Content: "x", Attachments: []string{cid, tid}}},
+		{"submit with no attachments", `{"type":"submit","task_id":"` + tid + `","conversation_id":"` + cid + `","content":"x","attachments":[]}`,
+			Request{Type: "submit", TaskID: tid, ConversationID: cid, Content: "x"}},
 		{"subscribe", `{"type":"subscribe","task_id":"` + tid + `"}`, Request{Type: "subscribe", TaskID: tid}},
 		{"unsubscribe", `{"type":"unsubscribe","req":"","task_id":"` + tid + `"}`, Request{Type: "unsubscribe", TaskID: tid}},
 		{"cancel", `{"type":"cancel","req":"c","task_id":"` + tid + `"}`, Request{Type: "cancel", Req: "c", TaskID: tid}},
@@ -50,7 +55,7 @@ func TestDecodeRequestValid(t *testing.T) {
 			if err != nil {
 				t.Fatalf("DecodeRequest: %v", err)
 			}
-			if got != tt.want {
+			if !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("got %+v\nwant %+v", got, tt.want)
 			}
 		})
@@ -103,6 +108,11 @@ func TestDecodeRequestInvalid(t *testing.T) {
 		{"submit content high then escape", sub(`"\ud83d\n"`), task.CodeInvalid, "r", "content: not valid UTF-8"},
 		{"submit content two highs", sub(`"\ud83d\ud83d"`), task.CodeInvalid, "r", "content: not valid UTF-8"},
 		{"submit content NUL", sub(`"a\u0000b"`), task.CodeInvalid, "r", "U+0000"},
+		{"submit attachments not an array", `{"type":"submit","req":"r","task_id":"` + tid + `","conversation_id":"` + cid + `","content":"x","attachments":"` + tid + `"}`, task.CodeInvalid, "r", "attachments: must be an array"},
+		{"submit attachment not a string", `{"type":"submit","req":"r","task_id":"` + tid + `","conversation_id":"` + cid + `","content":"x","attachments":[1]}`, task.CodeInvalid, "r", "attachments: must be an array"},
+		{"submit attachment not a UUID", `{"type":"submit","req":"r","task_id":"` + tid + `","conversation_id":"` + cid + `","content":"x","attachments":["../x"]}`, task.CodeInvalid, "r", "is not an upload id"},
+		{"submit attachment twice", `{"type":"submit","req":"r","task_id":"` + tid + `","conversation_id":"` + cid + `","content":"x","attachments":["` + tid + `","` + strings.ToUpper(tid) + `"]}`, task.CodeInvalid, "r", "listed twice"},
+		{"submit eleven attachments", `{"type":"submit","req":"r","task_id":"` + tid + `","conversation_id":"` + cid + `","content":"x","attachments":["` + strings.Repeat(tid+`","`, 10) + tid + `"]}`, task.CodeInvalid, "r", "at most 10"},
 		{"subscribe missing task_id", `{"type":"subscribe","req":"s"}`, task.CodeInvalid, "s", "task_id: required"},
 		{"subscribe null task_id", `{"type":"subscribe","req":"s","task_id":null}`, task.CodeInvalid, "s", "task_id: required"},
 		{"unsubscribe bad task_id", `{"type":"unsubscribe","req":"s","task_id":""}`, task.CodeInvalid, "s", "task_id: not a UUID"},
