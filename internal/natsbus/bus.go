@@ -112,7 +112,7 @@ func Connect(ctx context.Context, url string, cfg Config) (*Bus, error) {
 			lastErr = err
 		}
 		return nil, fmt.Errorf("connect to NATS at %s: gave up after %d attempts: %w",
-			redactURL(url), attempts, lastErr)
+			RedactURL(url), attempts, lastErr)
 	}
 	return b, nil
 }
@@ -170,7 +170,7 @@ func (b *Bus) OnReconnect(fn func()) {
 }
 
 func (b *Bus) reconnected() {
-	b.log.Info("NATS connection restored", "url", redactURL(b.nc.ConnectedUrl()))
+	b.log.Info("NATS connection restored", "url", RedactURL(b.nc.ConnectedUrl()))
 	b.reconnectMu.Lock()
 	fns := slices.Clone(b.onReconnect)
 	b.reconnectMu.Unlock()
@@ -186,9 +186,10 @@ func (b *Bus) Close() {
 }
 
 // Ready reports whether the connection is up and JetStream answers.
-func (b *Bus) Ready(ctx context.Context) error {
-	if s := b.nc.Status(); s != nats.CONNECTED {
-		return fmt.Errorf("nats: connection %s", s)
+func (b *Bus) Ready(ctx context.Context) (err error) {
+	defer classify(&err)
+	if err := b.connected(); err != nil {
+		return err
 	}
 	if _, err := b.js.AccountInfo(ctx); err != nil {
 		return fmt.Errorf("nats: jetstream: %w", err)
@@ -199,8 +200,8 @@ func (b *Bus) Ready(ctx context.Context) error {
 // Conn is the underlying connection, for what this package does not wrap.
 func (b *Bus) Conn() *nats.Conn { return b.nc }
 
-// redactURL hides passwords and tokens in a (comma-separated) server URL list.
-func redactURL(raw string) string {
+// RedactURL hides passwords and tokens in a (comma-separated) server URL list.
+func RedactURL(raw string) string {
 	parts := strings.Split(raw, ",")
 	for i, p := range parts {
 		u, err := url.Parse(strings.TrimSpace(p))

@@ -25,7 +25,8 @@ type Dispatch struct {
 // Dispatch queues an attempt of a task for the runners. The message id
 // task-attempt makes a repeated dispatch of the same attempt within
 // dispatchDuplicates a no-op.
-func (b *Bus) Dispatch(ctx context.Context, taskID string, attempt int) error {
+func (b *Bus) Dispatch(ctx context.Context, taskID string, attempt int) (err error) {
+	defer classify(&err)
 	if err := checkToken(taskID); err != nil {
 		return fmt.Errorf("dispatch: %w", err)
 	}

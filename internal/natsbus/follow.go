@@ -49,7 +49,11 @@ func (b *Bus) SubscribeTask(taskID string, fn func(Msg)) (unsubscribe func() err
 }
 
 // subscribe makes a core subscription and waits for the server to have it.
-func (b *Bus) subscribe(subject string, handle nats.MsgHandler) (func() error, error) {
+func (b *Bus) subscribe(subject string, handle nats.MsgHandler) (_ func() error, err error) {
+	defer classify(&err)
+	if err := b.connected(); err != nil {
+		return nil, fmt.Errorf("subscribe %s: %w", subject, err)
+	}
 	sub, err := b.nc.Subscribe(subject, handle)
 	if err != nil {
 		return nil, fmt.Errorf("subscribe %s: %w", subject, err)
@@ -72,7 +76,8 @@ func (b *Bus) subscribe(subject string, handle nats.MsgHandler) (func() error, e
 // task.Position.Step sees a fenced-out runner's late events before the
 // start of the attempt that replaced it. Other tasks' messages in between
 // are never read: the scan filters on the task's subject on the server.
-func (b *Bus) ReadLog(ctx context.Context, taskID string, after task.Position, fromStreamPos uint64) ([]Msg, error) {
+func (b *Bus) ReadLog(ctx context.Context, taskID string, after task.Position, fromStreamPos uint64) (_ []Msg, err error) {
+	defer classify(&err)
 	if err := checkToken(taskID); err != nil {
 		return nil, fmt.Errorf("read log: %w", err)
 	}

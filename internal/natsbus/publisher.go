@@ -135,6 +135,7 @@ wait:
 // store-side status events (a cancel of a pending task, a retry, maintenance),
 // which are rare and must be in the log before the caller answers.
 func (b *Bus) PublishEventSync(ctx context.Context, e task.Event) (streamSeq uint64, err error) {
+	defer classify(&err)
 	if err := checkToken(e.TaskID); err != nil {
 		return 0, fmt.Errorf("publish event: %w", err)
 	}

@@ -16,7 +16,8 @@ import (
 // cancelled status itself, as the task's one writer), a finished one not at
 // all. The row lock makes a cancel and a runner's claim or finish take turns:
 // whichever commits first wins and the other sees its result.
-func (s *Store) Cancel(ctx context.Context, userID, taskID string) (task.CancelResult, error) {
+func (s *Store) Cancel(ctx context.Context, userID, taskID string) (_ task.CancelResult, err error) {
+	defer classify(&err)
 	id, err := parseID("task id", taskID)
 	if err != nil {
 		return task.CancelResult{}, err

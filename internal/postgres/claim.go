@@ -17,7 +17,8 @@ import (
 // claimable here: maintenance hands it over first (ExpireLeases), folding
 // what the lost runner logged into the snapshot, so the new attempt keeps
 // that prefix instead of starting from a stale one.
-func (s *Store) Claim(ctx context.Context, c task.Claim) (task.Task, error) {
+func (s *Store) Claim(ctx context.Context, c task.Claim) (_ task.Task, err error) {
+	defer classify(&err)
 	id, err := parseID("task id", c.TaskID)
 	if err != nil {
 		return task.Task{}, err
@@ -73,7 +74,8 @@ func (s *Store) claim(ctx context.Context, tx pgx.Tx, r taskRow, c task.Claim, n
 // with no output and keep 0, and its pending status event (the returned
 // task's) is that attempt's first, so every tab clears the kept text. Fenced
 // like every runner write: only the attempt's own runner can restart it.
-func (s *Store) Restart(ctx context.Context, taskID string, attempt int) (task.Task, error) {
+func (s *Store) Restart(ctx context.Context, taskID string, attempt int) (_ task.Task, err error) {
+	defer classify(&err)
 	id, err := parseID("task id", taskID)
 	if err != nil {
 		return task.Task{}, err

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"cmp"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"time"
@@ -25,19 +26,19 @@ type Config struct {
 	// clock. Default time.Now.
 	Now func() time.Time
 	// CursorKey signs page cursors. Every process serving one database must
-	// use the same key; the default is a fixed key, which keeps cursors
-	// tamper-evident but not secret.
+	// use the same key (cmd/gateway derives it from its configured secret).
+	// Default: a random key of this process, so cursors are never signed
+	// with a key anyone else knows; they then work on this process only.
 	CursorKey []byte
+	// MaxRetries bounds how often a user may retry one failed task; the
+	// next retry is a conflict. Default 10.
+	MaxRetries int
 	// ResultInlineMax is the largest output kept in the task row. A finished
 	// output over it is moved to a stored result (result_ref, fetched with
 	// GET /v1/results/{ref}) and the task's output is emptied, so snapshots
 	// stay small. Default 1 MiB, above any demo answer; negative = never.
 	ResultInlineMax int
 }
-
-// defaultCursorKey is shared by every process that is not configured, so a
-// cursor made by one gateway is accepted by the next.
-var defaultCursorKey = []byte("tether cursor key v1")
 
 // withDefaults fills the zero fields and validates the result, once, in Open.
 func (c Config) withDefaults() (Config, error) {
@@ -46,11 +47,13 @@ func (c Config) withDefaults() (Config, error) {
 	c.Lease = cmp.Or(c.Lease, 15*time.Second)
 	c.MaxAttempts = cmp.Or(c.MaxAttempts, 3)
 	c.ResultInlineMax = cmp.Or(c.ResultInlineMax, 1<<20)
+	c.MaxRetries = cmp.Or(c.MaxRetries, 10)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
 	if len(c.CursorKey) == 0 {
-		c.CursorKey = defaultCursorKey
+		c.CursorKey = make([]byte, 32)
+		_, _ = rand.Read(c.CursorKey) // crypto/rand.Read never fails
 	}
 	var errs []error
 	if c.IdempotencyTTL < 0 {
@@ -64,6 +67,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxAttempts < 0 {
 		errs = append(errs, fmt.Errorf("max attempts %d is negative", c.MaxAttempts))
+	}
+	if c.MaxRetries < 0 {
+		errs = append(errs, fmt.Errorf("max retries %d is negative", c.MaxRetries))
+	}
+	if len(c.CursorKey) < 16 {
+		errs = append(errs, fmt.Errorf("cursor key of %d bytes is too short (16 at least)", len(c.CursorKey)))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("postgres config: %w", err)

@@ -26,7 +26,8 @@ const contextBefore = `
 // Context returns the messages of a task's conversation that came before
 // the task's own user message, oldest first: the newest limit of them. An
 // engine that talks to a model sends them as the conversation so far.
-func (s *Store) Context(ctx context.Context, taskID string, limit int) ([]task.Message, error) {
+func (s *Store) Context(ctx context.Context, taskID string, limit int) (_ []task.Message, err error) {
+	defer classify(&err)
 	id, err := parseID("task id", taskID)
 	if err != nil {
 		return nil, err

@@ -15,7 +15,8 @@ import (
 // client reads after the terminal status event already holds the answer.
 // A cancel committed before it wins: done and failed are then refused with
 // task.ErrCancelRequested, and the runner finishes as cancelled instead.
-func (s *Store) Finish(ctx context.Context, f task.Finish) (task.Task, error) {
+func (s *Store) Finish(ctx context.Context, f task.Finish) (_ task.Task, err error) {
+	defer classify(&err)
 	id, err := checkFinish(f)
 	if err != nil {
 		return task.Task{}, err

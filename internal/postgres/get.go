@@ -14,7 +14,8 @@ import (
 func errTaskNotFound() error { return task.Errorf(task.CodeNotFound, "task not found") }
 
 // Get returns the user's task; another user's answers exactly like a missing one.
-func (s *Store) Get(ctx context.Context, userID, taskID string) (task.Task, error) {
+func (s *Store) Get(ctx context.Context, userID, taskID string) (_ task.Task, err error) {
+	defer classify(&err)
 	id, err := parseID("task id", taskID)
 	if err != nil {
 		return task.Task{}, err
@@ -34,7 +35,8 @@ func (s *Store) Get(ctx context.Context, userID, taskID string) (task.Task, erro
 }
 
 // Load returns a task whoever owns it (runner and maintenance side).
-func (s *Store) Load(ctx context.Context, taskID string) (task.Task, error) {
+func (s *Store) Load(ctx context.Context, taskID string) (_ task.Task, err error) {
+	defer classify(&err)
 	id, err := parseID("task id", taskID)
 	if err != nil {
 		return task.Task{}, err

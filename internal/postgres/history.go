@@ -39,7 +39,8 @@ const (
 
 // History returns the newest messages of the user's conversation before
 // the cursor, oldest first, and the cursor of the page before them.
-func (s *Store) History(ctx context.Context, userID, conversationID string, p task.Page) ([]task.Message, string, error) {
+func (s *Store) History(ctx context.Context, userID, conversationID string, p task.Page) (_ []task.Message, _ string, err error) {
+	defer classify(&err)
 	convID, err := parseID("conversation id", conversationID)
 	if err != nil {
 		return nil, "", err
@@ -102,7 +103,8 @@ func scanMessage(row pgx.CollectableRow) (task.Message, error) {
 
 // Conversations returns the user's conversations, newest activity first,
 // and the cursor of the next (older) page.
-func (s *Store) Conversations(ctx context.Context, userID string, p task.Page) ([]task.Conversation, string, error) {
+func (s *Store) Conversations(ctx context.Context, userID string, p task.Page) (_ []task.Conversation, _ string, err error) {
+	defer classify(&err)
 	if err := checkUser(userID); err != nil {
 		return nil, "", err
 	}

@@ -138,11 +138,14 @@ func TestHistoryRefusesForeignCursors(t *testing.T) {
 	// Nor does a history cursor page the conversations.
 	_, _, err = s.Conversations(ctx, "alice", task.Page{Before: msgCursor})
 	wantCode(t, err, task.CodeInvalid)
-	// A store with another key does not accept it.
-	s2, _ := setup(t, postgres.Config{CursorKey: []byte("another key")})
-	submit(t, s2, "alice", newID(), conv, "x")
-	_, _, err = s2.History(ctx, "alice", conv, task.Page{Before: msgCursor})
-	wantCode(t, err, task.CodeInvalid)
+	// A store with another key does not accept it, and neither does one
+	// left unconfigured: its key is its own, never a constant.
+	for _, key := range [][]byte{[]byte("another key, of thirty-two bytes"), nil} {
+		s2, _ := setup(t, postgres.Config{CursorKey: key})
+		submit(t, s2, "alice", newID(), conv, "x")
+		_, _, err = s2.History(ctx, "alice", conv, task.Page{Before: msgCursor})
+		wantCode(t, err, task.CodeInvalid)
+	}
 }
 
 // TestConversationsPaging pages 45 conversations, newest activity first,

@@ -13,7 +13,8 @@ import (
 // Heartbeat extends the lease of the runner holding the attempt and tells it
 // whether a cancel was requested. A runner whose attempt is no longer the
 // running one gets task.ErrFenced and must stop.
-func (s *Store) Heartbeat(ctx context.Context, taskID string, attempt int) (bool, error) {
+func (s *Store) Heartbeat(ctx context.Context, taskID string, attempt int) (_ bool, err error) {
+	defer classify(&err)
 	id, err := parseID("task id", taskID)
 	if err != nil {
 		return false, err

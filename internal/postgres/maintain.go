@@ -19,7 +19,8 @@ const maintenanceBatch = 500
 // ExpirePending fails the tasks no runner claimed within the pending timeout
 // (no_runner). Several processes may run it at once: each takes the rows the
 // others have not locked.
-func (s *Store) ExpirePending(ctx context.Context) ([]task.Task, error) {
+func (s *Store) ExpirePending(ctx context.Context) (_ []task.Task, err error) {
+	defer classify(&err)
 	now := s.now()
 	var expired []task.Task
 	for {
@@ -65,7 +66,8 @@ func (s *Store) ExpirePending(ctx context.Context) ([]task.Task, error) {
 // left) or failed with runner_lost. Its status event gets the seq after the
 // folded one. A task fold fails for is left for the next round and its error
 // returned with the tasks that were changed.
-func (s *Store) ExpireLeases(ctx context.Context, fold task.Fold) ([]task.Task, error) {
+func (s *Store) ExpireLeases(ctx context.Context, fold task.Fold) (_ []task.Task, err error) {
+	defer classify(&err)
 	now := s.now()
 	rows, err := s.pool.Query(ctx, `
 		SELECT `+taskColumns+` FROM tasks
@@ -216,7 +218,8 @@ func retryLost(ctx context.Context, tx pgx.Tx, r taskRow, seq int64, now time.Ti
 // Purge deletes the tasks finished longer than the idempotency TTL ago, with
 // their transitions; their messages stay. Their ids can then be submitted
 // again as new tasks.
-func (s *Store) Purge(ctx context.Context) (int64, error) {
+func (s *Store) Purge(ctx context.Context) (_ int64, err error) {
+	defer classify(&err)
 	cutoff := s.now().Add(-s.cfg.IdempotencyTTL)
 	var total int64
 	for {
@@ -237,7 +240,8 @@ func (s *Store) Purge(ctx context.Context) (int64, error) {
 // Undispatched lists tasks pending for longer than age (oldest first, at
 // most one batch), so their dispatch message can be sent again; a duplicate
 // dispatch is harmless, since a claim is conditional.
-func (s *Store) Undispatched(ctx context.Context, age time.Duration) ([]task.Task, error) {
+func (s *Store) Undispatched(ctx context.Context, age time.Duration) (_ []task.Task, err error) {
+	defer classify(&err)
 	if age < 0 {
 		return nil, task.Errorf(task.CodeInvalid, "age %v is negative", age)
 	}

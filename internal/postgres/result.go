@@ -39,7 +39,8 @@ func spillResult(ctx context.Context, tx pgx.Tx, r taskRow, max int, now time.Ti
 
 // Result returns the user's stored result; another user's ref answers
 // exactly like a missing one.
-func (s *Store) Result(ctx context.Context, userID, ref string) (task.Result, error) {
+func (s *Store) Result(ctx context.Context, userID, ref string) (_ task.Result, err error) {
+	defer classify(&err)
 	id, err := parseID("result ref", ref)
 	if err != nil {
 		return task.Result{}, err

@@ -11,7 +11,8 @@ import (
 // SaveSnapshot appends a batch of the running attempt's events to the stored
 // task. It is the hot path of a runner, so it is one conditional UPDATE; only
 // when it changes nothing is the row read, to say why.
-func (s *Store) SaveSnapshot(ctx context.Context, sn task.Snapshot) error {
+func (s *Store) SaveSnapshot(ctx context.Context, sn task.Snapshot) (err error) {
+	defer classify(&err)
 	id, err := checkSnapshot(sn)
 	if err != nil {
 		return err

@@ -16,6 +16,10 @@ import (
 	"github.com/tether-dev/tether/internal/task"
 )
 
+// connectTimeout bounds one connection attempt when the URL sets no
+// connect_timeout.
+const connectTimeout = 5 * time.Second
+
 // Store implements the gateway's, the runner's and maintenance's view of
 // the tasks on one Postgres pool.
 type Store struct {
@@ -43,6 +47,11 @@ func Open(ctx context.Context, databaseURL string, cfg Config) (*Store, error) {
 		// The URL may hold a password: do not repeat it.
 		return nil, fmt.Errorf("open postgres: parse database URL: %w", redactURLError(err))
 	}
+	// A server that accepts TCP and then hangs must fail a connection attempt
+	// (and the request waiting for it, as unavailable) rather than hold it.
+	if poolCfg.ConnConfig.ConnectTimeout == 0 {
+		poolCfg.ConnConfig.ConnectTimeout = connectTimeout
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
@@ -55,7 +64,8 @@ func Open(ctx context.Context, databaseURL string, cfg Config) (*Store, error) {
 }
 
 // Ping checks that the database answers (readiness probes).
-func (s *Store) Ping(ctx context.Context) error {
+func (s *Store) Ping(ctx context.Context) (err error) {
+	defer classify(&err)
 	if err := s.pool.Ping(ctx); err != nil {
 		return fmt.Errorf("ping postgres: %w", err)
 	}

@@ -24,7 +24,8 @@ func errInUse() error {
 // on the task id decides between concurrent submits of one id: the insert
 // does nothing when the row exists, and the existing row is then read under
 // a lock.
-func (s *Store) Submit(ctx context.Context, req task.SubmitRequest) (task.SubmitResult, error) {
+func (s *Store) Submit(ctx context.Context, req task.SubmitRequest) (_ task.SubmitResult, err error) {
+	defer classify(&err)
 	taskID, err := parseID("task id", req.TaskID)
 	if err != nil {
 		return task.SubmitResult{}, err
@@ -47,7 +48,7 @@ func (s *Store) Submit(ctx context.Context, req task.SubmitRequest) (task.Submit
 	var res task.SubmitResult
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
-		res, err = submit(ctx, tx, req, s.now())
+		res, err = submit(ctx, tx, req, s.now(), s.cfg.MaxRetries)
 		return err
 	})
 	if err != nil {
@@ -57,7 +58,7 @@ func (s *Store) Submit(ctx context.Context, req task.SubmitRequest) (task.Submit
 }
 
 // submit is Submit's transaction.
-func submit(ctx context.Context, tx pgx.Tx, req task.SubmitRequest, now time.Time) (task.SubmitResult, error) {
+func submit(ctx context.Context, tx pgx.Tx, req task.SubmitRequest, now time.Time, maxRetries int) (task.SubmitResult, error) {
 	newConv, err := ensureConversation(ctx, tx, req, now)
 	if err != nil {
 		return task.SubmitResult{}, err
@@ -80,7 +81,7 @@ func submit(ctx context.Context, tx pgx.Tx, req task.SubmitRequest, now time.Tim
 		if err != nil {
 			return task.SubmitResult{}, fmt.Errorf("read existing task: %w", err)
 		}
-		return resubmit(ctx, tx, existing, req, now)
+		return resubmit(ctx, tx, existing, req, now, maxRetries)
 	}
 	return task.SubmitResult{}, task.Errorf(task.CodeUnavailable, "task id is being purged; try again")
 }
@@ -164,13 +165,16 @@ func insertTask(ctx context.Context, tx pgx.Tx, req task.SubmitRequest, touch bo
 
 // resubmit answers a submit of an existing (locked) task: the same one is a
 // lookup, a failed one starts a new attempt, anything else is a conflict.
-func resubmit(ctx context.Context, tx pgx.Tx, r taskRow, req task.SubmitRequest, now time.Time) (task.SubmitResult, error) {
+func resubmit(ctx context.Context, tx pgx.Tx, r taskRow, req task.SubmitRequest, now time.Time, maxRetries int) (task.SubmitResult, error) {
 	if r.UserID != req.UserID || r.ConversationID != req.ConversationID || r.Input != req.Content ||
 		!task.SameAttachments(r.attachments, req.Attachments) {
 		return task.SubmitResult{}, errInUse()
 	}
 	if r.Status != task.StatusFailed {
 		return task.SubmitResult{Task: r.Task}, nil
+	}
+	if err := checkRetries(ctx, tx, r.ID, maxRetries); err != nil {
+		return task.SubmitResult{}, err
 	}
 	err := transition(ctx, tx, move{TaskID: r.ID, Attempt: r.Attempt + 1,
 		From: task.StatusFailed, To: task.StatusPending, Reason: task.ReasonRetried, At: now})

@@ -20,13 +20,30 @@ const (
 	CodeInternal     Code = "internal"
 )
 
-// Error is an error meant for the user: a code for programs, a message for people.
+// Error is an error meant for the user: a code for programs, a message for
+// people. Err, when set, is the cause: it is logged (Error includes it) and
+// can be matched with errors.Is, but never reaches a client.
 type Error struct {
 	Code    Code
 	Message string
+	Err     error
 }
 
-func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return string(e.Code) + ": " + e.Message + ": " + e.Err.Error()
+	}
+	return string(e.Code) + ": " + e.Message
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Unavailable marks err as a dependency that is down (Postgres, NATS): the
+// request may succeed when it is retried, and it is answered `unavailable`
+// (HTTP 503), never `internal`. dependency names it for people ("database").
+func Unavailable(dependency string, err error) *Error {
+	return &Error{Code: CodeUnavailable, Message: dependency + " unavailable; try again shortly", Err: err}
+}
 
 // Errorf returns an *Error with a formatted message.
 func Errorf(code Code, format string, args ...any) *Error {
@@ -68,4 +85,7 @@ var (
 	ErrCancelRequested = errors.New("cancel requested")
 	// ErrSeqMismatch: a snapshot does not continue from the stored seq.
 	ErrSeqMismatch = errors.New("snapshot does not continue the stored seq")
+	// ErrTooManyRetries: a user retried a failed task more often than the
+	// store allows (the cause of a CodeConflict error).
+	ErrTooManyRetries = errors.New("too many retries of one task")
 )
