@@ -18,9 +18,9 @@ import (
 var (
 	// errCancel: the user cancelled; the attempt ends as cancelled.
 	errCancel = errors.New("cancel requested")
-	// errLeaseLapsed: no heartbeat succeeded for nearly a whole lease, so
-	// another runner may own the task soon; behave as fenced.
-	errLeaseLapsed = errors.New("lease lapsing without a heartbeat")
+	// errLeaseLapsed: no heartbeat succeeded for a lease past the end of the
+	// lease, so another runner may own the task; behave as fenced.
+	errLeaseLapsed = errors.New("lease lapsed without a heartbeat")
 	// errClosed: the engine wrote after the attempt ended.
 	errClosed = errors.New("attempt already ended")
 	// errRestart: the engine could not continue the kept prefix; the attempt
@@ -90,6 +90,7 @@ type attempt struct {
 	cutBytes   int          // delta bytes since the last cut
 	cutPos     uint64       // stream position of the last acknowledged event
 	leaseUntil time.Time    // by the runner's clock
+	paused     bool         // past the quiet point without a heartbeat: sending nothing
 	snapshots  int          // SaveSnapshot calls, for the log
 	outages    int          // times the events were published again
 
@@ -236,8 +237,11 @@ func (a *attempt) emit(e task.Event) error {
 		if a.ctx.Err() != nil {
 			return context.Cause(a.ctx)
 		}
-		if !a.leaseHeldLocked() {
-			a.log.Warn("no heartbeat succeeded for most of the lease: going quiet before another runner takes over")
+		if !a.waitLeaseLocked() {
+			if a.ctx.Err() != nil {
+				continue // reported above
+			}
+			a.log.Warn("no heartbeat succeeded for a lease past the lease: stopping")
 			a.stop(errLeaseLapsed)
 			return errLeaseLapsed
 		}

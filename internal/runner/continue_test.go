@@ -183,8 +183,9 @@ func (s *cutOffStore) Heartbeat(ctx context.Context, taskID string, attempt int)
 
 // A runner that cannot renew its lease goes quiet on its own before the
 // lease runs out: MaySend, the bus's write gate, shuts (so nothing the NATS
-// client buffered leaves), the engine's next write is refused, and the gate
-// opens again once that attempt is gone.
+// client buffered leaves) and the engine's next write waits, paused. When no
+// heartbeat has succeeded for a lease past the lease's end, the write is
+// refused, the attempt ends without a word, and the gate opens again.
 func TestRunnerCutOffFromPostgresGoesQuiet(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
@@ -215,6 +216,13 @@ func TestRunnerCutOffFromPostgresGoesQuiet(t *testing.T) {
 		t.Fatal("a runner about to lose its lease may still send")
 	}
 	eng.steps <- "after "
+	select {
+	case err := <-eng.ended:
+		t.Fatalf("the attempt ended while paused, before its lease lapsed: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	// A lease past the end of the lease: it gives up.
+	clock.Advance(testLease*6/5 + time.Millisecond)
 	if err := recv(t, "the attempt to end", eng.ended); err == nil {
 		t.Fatal("a delta was accepted after the runner went quiet")
 	}
@@ -223,5 +231,51 @@ func TestRunnerCutOffFromPostgresGoesQuiet(t *testing.T) {
 		if ev.Type == task.EventDelta && ev.Text != "before " {
 			t.Fatalf("logged %q after the runner went quiet", ev.Text)
 		}
+	}
+}
+
+// A runner cut off from Postgres past its quiet point pauses, and when a
+// heartbeat succeeds again (nobody could take the task over meanwhile) it
+// resumes the same attempt where it was: the write that waited goes out, and
+// the answer ends on attempt 1 with nothing lost or doubled.
+func TestRunnerPausedByAnOutageResumes(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	clock := &fakeClock{now: time.Now()}
+	eng := newStepEngine()
+	store := &cutOffStore{Store: e.store}
+	r, err := runner.New(runner.Config{ID: "r1", Engine: eng, Lease: testLease, Now: clock.Now},
+		store, natsrunner.New(e.bus))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = r.Run(ctx) }()
+	tk := e.submit("step")
+	recv(t, "the attempt to start", eng.started)
+	eng.steps <- "before "
+	waitFor(t, "the first delta in the log", func() bool { return len(e.log(tk.ID)) == 2 })
+
+	store.cut.Store(true)
+	clock.Advance(testLease * 9 / 10) // past the quiet point, not past the lease
+	if r.MaySend() {
+		t.Fatal("a paused runner may still send")
+	}
+	eng.steps <- "after "
+	select {
+	case err := <-eng.ended:
+		t.Fatalf("the attempt ended while paused: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	store.cut.Store(false) // Postgres is back
+	waitFor(t, "the paused write to go out", func() bool { return outputOf(e.log(tk.ID)) == "before after " })
+	if !r.MaySend() {
+		t.Fatal("the gate did not open after a heartbeat succeeded")
+	}
+	eng.steps <- ""
+	done := e.waitStatus(tk.ID, task.StatusDone)
+	if done.Attempt != 1 || done.Output != "before after " {
+		t.Fatalf("attempt %d output %q", done.Attempt, done.Output)
 	}
 }

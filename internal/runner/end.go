@@ -83,7 +83,10 @@ func (a *attempt) finish(f task.Finish) (task.Task, bool) {
 			a.log.Warn("finish refused: stopping without publishing", "seq", f.Seq, "err", err)
 			return task.Task{}, false
 		}
-		if !a.leaseValid() || a.io.Err() != nil {
+		// The finish is fenced by the attempt in Postgres, so it may be
+		// tried until the attempt gives up (lapsed): an outage shorter than
+		// that ends in a finish, not a takeover.
+		if a.lapsed() || a.io.Err() != nil {
 			a.log.Error("finish failed and the lease is gone: leaving the task to maintenance", "seq", f.Seq, "err", err)
 			return task.Task{}, false
 		}

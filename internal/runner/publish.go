@@ -143,12 +143,23 @@ func (a *attempt) settle() (uint64, error) {
 func (a *attempt) republish() (uint64, error) {
 	wait := 100 * time.Millisecond
 	for {
+		if cause := context.Cause(a.ctx); cause != nil && silent(cause) {
+			return 0, notSettled(cause)
+		}
 		a.mu.Lock()
 		if !a.leaseHeldLocked() {
+			// Paused: nothing may be sent until a heartbeat succeeds again.
+			lapsed := a.lapsedLocked()
 			a.mu.Unlock()
-			a.log.Warn("lease lapsing while NATS is away: going quiet")
-			a.stop(errLeaseLapsed)
-			return 0, notSettled(errLeaseLapsed)
+			if lapsed {
+				a.log.Warn("lease lapsed while events wait to be published: stopping")
+				a.stop(errLeaseLapsed)
+				return 0, notSettled(errLeaseLapsed)
+			}
+			if !sleep(a.io, min(wait, a.r.cfg.Lease/10)) {
+				return 0, notSettled(a.io.Err())
+			}
+			continue
 		}
 		a.broken = true
 		events := slices.Clone(a.unacked)
