@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/tether-dev/tether/internal/task"
 )
@@ -33,10 +34,17 @@ func (s *Server) submit(ctx context.Context, user string, req task.SubmitRequest
 	return res, nil
 }
 
+// announceTimeout bounds the publishes and the dispatch after a commit.
+const announceTimeout = 10 * time.Second
+
 // announce dispatches a pending task and publishes what changed. A failed
 // publish is logged, not returned: the task is safe in Postgres and the
-// maintenance loop re-dispatches it.
+// maintenance loop re-dispatches it. It runs on a context that outlives the
+// request: the commit is done, and a client that hangs up right after it
+// must not cancel the dispatch.
 func (s *Server) announce(ctx context.Context, t task.Task, withStatus bool) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), announceTimeout)
+	defer cancel()
 	if withStatus {
 		if err := s.bus.PublishEvent(ctx, task.StatusEvent(t)); err != nil {
 			s.log.Warn("publish status", "task_id", t.ID, "seq", t.Seq, "err", err)
@@ -83,6 +91,13 @@ func (s *Server) cancelTask(ctx context.Context, user, taskID string) (task.Task
 		return s.store.Get(ctx, user, taskID)
 	})
 	if err := s.hub.attach(f); err != nil {
+		// The cancel is recorded: the runner still learns of it, from this
+		// message or at its next heartbeat. Without the live feed there is
+		// nothing to wait on, so the answer is the task as it stands.
+		s.log.Warn("cancel: cannot watch the task; answering without waiting", "task_id", taskID, "err", err)
+		if err := s.bus.RequestCancel(taskID); err != nil {
+			s.log.Warn("request cancel", "task_id", taskID, "err", err)
+		}
 		return res.Task, nil
 	}
 	defer f.stop()
@@ -138,8 +153,8 @@ func (s *Server) follow(ctx context.Context, user, taskID string, k sink,
 		return s.store.Get(ctx, user, taskID)
 	})
 	if err := s.hub.attach(f); err != nil {
-		s.log.Error("attach", "task_id", taskID, "err", err)
-		return nil, task.Errorf(task.CodeUnavailable, "event bus unavailable")
+		s.log.Warn("attach", "task_id", taskID, "err", err)
+		return nil, task.Unavailable("event bus", err)
 	}
 	t, reply, err := first(ctx)
 	if err != nil {
@@ -150,10 +165,16 @@ func (s *Server) follow(ctx context.Context, user, taskID string, k sink,
 	return f, nil
 }
 
-// logError logs an error that is not the user's fault.
+// logError logs an error that is not the user's fault: a dependency that is
+// down (a warning, counted) or a bug (an error).
 func (s *Server) logError(what string, err error, attrs ...any) {
-	if task.ErrorCode(err) != task.CodeInternal || errors.Is(err, context.Canceled) {
-		return
+	switch task.ErrorCode(err) {
+	case task.CodeUnavailable:
+		s.metrics.unavailable.WithLabelValues(what).Inc()
+		s.log.Warn(what, append(attrs, "err", fmt.Sprint(err))...)
+	case task.CodeInternal:
+		if !errors.Is(err, context.Canceled) {
+			s.log.Error(what, append(attrs, "err", fmt.Sprint(err))...)
+		}
 	}
-	s.log.Error(what, append(attrs, "err", fmt.Sprint(err))...)
 }

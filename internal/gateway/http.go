@@ -76,20 +76,38 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 	})
 }
 
+// readyz answers 200 when Postgres and NATS both answer, else 503; either
+// way the body says which dependency is down and why:
+// {"status":"ready"|"unavailable","postgres":"ok"|reason,"nats":"ok"|reason}.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	if s.cfg.Ready != nil {
-		if err := s.cfg.Ready(ctx); err != nil {
-			writeJSON(w, http.StatusServiceUnavailable, protocol.HTTPError(task.CodeUnavailable, "postgres not ready"))
-			return
+	state := func(err error) string {
+		if err == nil {
+			return "ok"
 		}
+		var e *task.Error
+		if errors.As(err, &e) && e.Err != nil {
+			err = e.Err
+		}
+		return "down: " + err.Error()
 	}
-	if err := s.bus.Ready(ctx); err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, protocol.HTTPError(task.CodeUnavailable, "nats not ready"))
-		return
+	var pgErr, natsErr error
+	if s.cfg.Ready != nil {
+		pgErr = s.cfg.Ready(ctx)
 	}
-	writeJSON(w, http.StatusOK, []byte(`{"status":"ready"}`))
+	natsErr = s.bus.Ready(ctx)
+	body := struct {
+		Status   string `json:"status"`
+		Postgres string `json:"postgres"`
+		NATS     string `json:"nats"`
+	}{"ready", state(pgErr), state(natsErr)}
+	status := http.StatusOK
+	if pgErr != nil || natsErr != nil {
+		body.Status, status = "unavailable", http.StatusServiceUnavailable
+		s.log.Warn("not ready", "postgres", body.Postgres, "nats", body.NATS)
+	}
+	_ = writeValue(w, status, body)
 }
 
 // apiHandler is an authenticated, rate-limited JSON endpoint.
@@ -271,8 +289,11 @@ func writeJSON(w http.ResponseWriter, status int, b []byte) {
 }
 
 // writeError maps an error's code to its HTTP status; internal detail never
-// reaches the client.
+// reaches the client. An unavailable answer says when to try again.
 func writeError(w http.ResponseWriter, err error) {
 	code := task.ErrorCode(err)
+	if code == task.CodeUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
 	writeJSON(w, protocol.HTTPStatus(code), protocol.HTTPError(code, task.ErrorMessage(err)))
 }

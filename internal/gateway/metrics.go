@@ -21,6 +21,7 @@ type metrics struct {
 	resyncs       prometheus.Counter
 	logReads      prometheus.Counter
 	rateLimited   prometheus.Counter
+	unavailable   *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -51,9 +52,11 @@ func newMetrics() *metrics {
 			Help: "Reads of a task's JetStream log to catch a follower up."}),
 		rateLimited: prometheus.NewCounter(prometheus.CounterOpts{Name: "tether_gateway_rate_limited_total",
 			Help: "Requests refused by the per-user rate limit."}),
+		unavailable: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tether_gateway_unavailable_total",
+			Help: "Requests answered unavailable because a dependency was down."}, []string{"operation"}),
 	}
 	r.MustRegister(m.connections, m.sseStreams, m.subscriptions, m.upstream, m.fannedOut, m.submits,
-		m.queueDrops, m.gaps, m.stale, m.resyncs, m.logReads, m.rateLimited,
+		m.queueDrops, m.gaps, m.stale, m.resyncs, m.logReads, m.rateLimited, m.unavailable,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -59,12 +59,14 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 		return s.store.Get(ctx2, id.user, taskID)
 	})
 	if err := s.hub.attach(f); err != nil {
-		writeError(w, task.Errorf(task.CodeUnavailable, "event bus unavailable"))
+		s.log.Warn("sse: attach", "task_id", taskID, "err", err)
+		writeError(w, task.Unavailable("event bus", err))
 		return
 	}
 	defer f.stop()
 	t, err := s.store.Get(ctx, id.user, taskID)
 	if err != nil {
+		s.logError("sse", err, "task_id", taskID)
 		writeError(w, err)
 		return
 	}

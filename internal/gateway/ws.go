@@ -36,8 +36,8 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	// completes, so nothing submitted after the client sees the 101 is missed.
 	ss := newSession(s, id)
 	if err := s.users.attach(id.user, ss); err != nil {
-		s.log.Error("subscribe user events", "err", err)
-		writeError(w, task.Errorf(task.CodeUnavailable, "event bus unavailable"))
+		s.log.Warn("subscribe user events", "err", err)
+		writeError(w, task.Unavailable("event bus", err))
 		return
 	}
 	defer s.users.detach(id.user, ss)
