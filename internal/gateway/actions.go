@@ -19,6 +19,9 @@ func (s *Server) submit(ctx context.Context, user string, req task.SubmitRequest
 	res, err := s.store.Submit(ctx, req)
 	if err != nil {
 		s.metrics.submits.WithLabelValues(outcome(err)).Inc()
+		if errors.Is(err, task.ErrTooManyRetries) {
+			s.metrics.limitRefusals.WithLabelValues(limitRetries).Inc()
+		}
 		return res, err
 	}
 	switch {

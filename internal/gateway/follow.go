@@ -56,6 +56,8 @@ type follower struct {
 	last    task.Position
 	pos     uint64
 	buf     []Msg
+	// bufBytes is the size of buf's events, bounded by the hub's maxBuffer.
+	bufBytes int
 }
 
 // Limits of the catch-up: how many live events a follower buffers while it
@@ -109,7 +111,7 @@ func (f *follower) startAt(last task.Position, logged []Msg) {
 func (f *follower) stop() {
 	f.mu.Lock()
 	f.done = true
-	f.buf = nil
+	f.buf, f.bufBytes = nil, 0
 	f.mu.Unlock()
 	f.cancel()
 	f.detach.Do(func() { f.hub.detach(f) })
@@ -138,11 +140,13 @@ func (f *follower) onLive(m Msg) {
 		return
 	}
 	if f.filling {
-		if len(f.buf) >= maxFollowBuffer {
+		if len(f.buf) >= maxFollowBuffer || f.bufBytes+len(m.Data) > f.hub.maxBuffer {
 			// Far behind: drop the buffer; the catch-up resyncs.
-			f.buf = f.buf[:0]
+			f.hub.metrics.limitRefusals.WithLabelValues(limitFollowBuffer).Inc()
+			f.buf, f.bufBytes = f.buf[:0], 0
 		}
 		f.buf = append(f.buf, m)
+		f.bufBytes += len(m.Data)
 		return
 	}
 	switch f.last.Step(m.Event) {
@@ -154,7 +158,7 @@ func (f *follower) onLive(m Msg) {
 	default:
 		f.hub.metrics.gaps.Inc()
 		f.filling = true
-		f.buf = append(f.buf[:0], m)
+		f.buf, f.bufBytes = append(f.buf[:0], m), len(m.Data)
 		go f.catchUp(false)
 	}
 }
@@ -162,7 +166,7 @@ func (f *follower) onLive(m Msg) {
 func (f *follower) deliverLocked(m Msg) {
 	if !f.sink.sendEvent(m) {
 		f.done = true
-		f.buf = nil
+		f.buf, f.bufBytes = nil, 0
 		return
 	}
 	f.last = task.Position{Attempt: m.Event.Attempt, Seq: m.Event.Seq}
@@ -190,6 +194,9 @@ func (f *follower) drain() (gap bool) {
 		}
 		if f.done {
 			return false
+		}
+		for _, m := range f.buf[:i] {
+			f.bufBytes -= len(m.Data)
 		}
 		f.buf = append(f.buf[:0], f.buf[i:]...)
 		if len(f.buf) == 0 || f.last.Step(f.buf[0].Event) == task.StepGap {

@@ -46,7 +46,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}))
 	mux.Handle("/", s.withSession(s.cfg.UI))
-	return s.logRequests(mux)
+	return s.logRequests(s.admit(mux))
 }
 
 func methodNotAllowed(w http.ResponseWriter, r *http.Request) {
@@ -128,6 +128,9 @@ func (s *Server) api(h apiHandler) http.HandlerFunc {
 				return
 			}
 		}
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Now().Add(requestTimeout))
+		_ = rc.SetWriteDeadline(time.Now().Add(requestTimeout))
 		if id.newCookie != nil {
 			http.SetCookie(w, id.newCookie)
 		}

@@ -21,13 +21,16 @@ type hub struct {
 	metrics *metrics
 	recent  int
 	linger  time.Duration
+	// maxBuffer bounds, in bytes, the live events a follower buffers while
+	// it catches up; past it the buffer is dropped and the follower resyncs.
+	maxBuffer int
 
 	mu     sync.Mutex
 	topics map[string]*topic
 }
 
-func newHub(bus Bus, log *slog.Logger, m *metrics, recent int, linger time.Duration) *hub {
-	return &hub{bus: bus, log: log, metrics: m, recent: recent, linger: linger, topics: map[string]*topic{}}
+func newHub(bus Bus, log *slog.Logger, m *metrics, recent int, linger time.Duration, maxBuffer int) *hub {
+	return &hub{bus: bus, log: log, metrics: m, recent: recent, linger: linger, maxBuffer: maxBuffer, topics: map[string]*topic{}}
 }
 
 type topic struct {
@@ -41,6 +44,7 @@ type topic struct {
 	followers []*follower
 	refs      int
 	recent    []Msg // contiguous in seq, oldest first
+	recentLen int   // bytes of recent's events, at most the hub's maxBuffer
 	warm      bool  // a follower got a snapshot here: worth lingering for
 	unsub     func() error
 	idle      *time.Timer
@@ -188,7 +192,7 @@ func (h *hub) catchUpAll() {
 func (t *topic) publish(h *hub) func(Msg) {
 	return func(m Msg) {
 		t.mu.Lock()
-		t.remember(m, h.recent)
+		t.remember(m, h.recent, h.maxBuffer)
 		fs := t.followers
 		t.mu.Unlock()
 		for _, f := range fs {
@@ -202,20 +206,30 @@ func (t *topic) publish(h *hub) func(Msg) {
 // (attempt, seq) order of task.Position.Step: a repeat or a fenced-out
 // runner's stale event is not kept, and an event that does not continue the
 // last one starts the buffer afresh.
-func (t *topic) remember(m Msg, max int) {
+func (t *topic) remember(m Msg, max, maxBytes int) {
 	if n := len(t.recent); n > 0 {
 		switch positionOf(t.recent[n-1]).Step(m.Event) {
 		case task.StepStale, task.StepRepeat:
 			return
 		case task.StepGap:
-			t.recent = t.recent[:0]
+			t.recent, t.recentLen = t.recent[:0], 0
 		}
 	}
 	t.recent = append(t.recent, m)
-	if len(t.recent) > max {
-		// Copy down rather than reslice so the backing array does not grow forever.
-		n := copy(t.recent, t.recent[len(t.recent)-max/2:])
-		t.recent = t.recent[:n]
+	t.recentLen += len(m.Data)
+	if len(t.recent) > max || t.recentLen > maxBytes {
+		// Keep the newer half, in count and in bytes. Copy down rather than
+		// reslice so the backing array does not grow forever.
+		keep, kept := min(len(t.recent), max/2), 0
+		for _, m := range t.recent[len(t.recent)-keep:] {
+			kept += len(m.Data)
+		}
+		for keep > 1 && kept > maxBytes/2 {
+			kept -= len(t.recent[len(t.recent)-keep].Data)
+			keep--
+		}
+		n := copy(t.recent, t.recent[len(t.recent)-keep:])
+		t.recent, t.recentLen = t.recent[:n], kept
 	}
 }
 

@@ -21,6 +21,7 @@ type metrics struct {
 	resyncs       prometheus.Counter
 	logReads      prometheus.Counter
 	rateLimited   prometheus.Counter
+	limitRefusals *prometheus.CounterVec
 	unavailable   *prometheus.CounterVec
 }
 
@@ -52,11 +53,17 @@ func newMetrics() *metrics {
 			Help: "Reads of a task's JetStream log to catch a follower up."}),
 		rateLimited: prometheus.NewCounter(prometheus.CounterOpts{Name: "tether_gateway_rate_limited_total",
 			Help: "Requests refused by the per-user rate limit."}),
+		limitRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tether_gateway_limit_refusals_total",
+			Help: "Requests and connections refused (or subscriptions resynced) by a limit of PROTOCOL.md section 9, by limit."},
+			[]string{"limit"}),
 		unavailable: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tether_gateway_unavailable_total",
 			Help: "Requests answered unavailable because a dependency was down."}, []string{"operation"}),
 	}
+	for _, l := range []string{limitTabs, limitConnRate, limitSubscriptions, limitPending, limitRetries, limitFollowBuffer} {
+		m.limitRefusals.WithLabelValues(l)
+	}
 	r.MustRegister(m.connections, m.sseStreams, m.subscriptions, m.upstream, m.fannedOut, m.submits,
-		m.queueDrops, m.gaps, m.stale, m.resyncs, m.logReads, m.rateLimited, m.unavailable,
+		m.queueDrops, m.gaps, m.stale, m.resyncs, m.logReads, m.rateLimited, m.limitRefusals, m.unavailable,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

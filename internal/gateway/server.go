@@ -10,6 +10,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -22,6 +23,10 @@ type Config struct {
 	// AllowedOrigins are exact origins allowed for WebSocket upgrades; empty
 	// means the gateway's own host.
 	AllowedOrigins []string
+	// TrustedProxies are the peers whose X-Forwarded-For and
+	// X-Forwarded-Proto are believed (the client's IP, and whether it used
+	// TLS). Default: none.
+	TrustedProxies []netip.Prefix
 	// AuthSecret is the HS256 secret; nil selects anonymous cookie mode.
 	AuthSecret []byte
 	// CookieKey signs anonymous session cookies; keep it stable across
@@ -29,6 +34,15 @@ type Config struct {
 	CookieKey []byte
 	// Rate is client messages and HTTP requests per second per user; 0 = no limit.
 	Rate float64
+	// ConnRate is new connections per second per client IP (burst twice
+	// that); 0 = no limit. It takes effect through HTTPServer's ConnContext.
+	ConnRate float64
+	// MaxTabsPerUser bounds a user's open WebSocket and SSE connections on
+	// this gateway. Default 64.
+	MaxTabsPerUser int
+	// MaxPending bounds a tab's requests waiting or running, cancels
+	// included. Default 64.
+	MaxPending int
 	// QueueBytes bounds a connection's outgoing queue (at least 1 MiB).
 	QueueBytes int
 	// PingInterval is how often tabs are pinged; PongTimeout how long a ping
@@ -46,7 +60,7 @@ type Config struct {
 	// and TopicLinger how long it keeps following a task nobody watches.
 	RecentEvents int
 	TopicLinger  time.Duration
-	// MaxSubscriptions per connection.
+	// MaxSubscriptions per connection. Default 256.
 	MaxSubscriptions int
 	// UI serves everything that is not an API route (the chat UI).
 	UI     http.Handler
@@ -70,6 +84,8 @@ func (c Config) withDefaults() Config {
 	c.RecentEvents = cmp.Or(c.RecentEvents, 4096)
 	c.TopicLinger = cmp.Or(c.TopicLinger, 30*time.Second)
 	c.MaxSubscriptions = cmp.Or(c.MaxSubscriptions, 256)
+	c.MaxTabsPerUser = cmp.Or(c.MaxTabsPerUser, 64)
+	c.MaxPending = cmp.Or(c.MaxPending, 64)
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	if c.Now == nil {
 		c.Now = time.Now
@@ -91,6 +107,10 @@ type Server struct {
 	users   *userHub
 	auth    *authenticator
 	limit   *limiter
+	// conns limits new connections per client IP; tabs counts each user's
+	// open tabs and SSE streams.
+	conns *limiter
+	tabs  *tabCounter
 
 	// ctx ends every connection's work at shutdown.
 	ctx    context.Context
@@ -119,9 +139,11 @@ func New(cfg Config, store task.Store, bus Bus) (*Server, error) {
 		bus:      bus,
 		log:      cfg.Logger,
 		metrics:  m,
-		hub:      newHub(bus, cfg.Logger, m, cfg.RecentEvents, cfg.TopicLinger),
+		hub:      newHub(bus, cfg.Logger, m, cfg.RecentEvents, cfg.TopicLinger, cfg.QueueBytes),
 		auth:     &authenticator{secret: cfg.AuthSecret, cookieKey: cfg.CookieKey, now: cfg.Now},
 		limit:    newLimiter(cfg.Rate, cfg.Now),
+		conns:    newLimiter(cfg.ConnRate, cfg.Now),
+		tabs:     newTabCounter(cfg.MaxTabsPerUser),
 		ctx:      ctx,
 		cancel:   cancel,
 		sessions: map[*wsSession]struct{}{},

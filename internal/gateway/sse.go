@@ -47,6 +47,10 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 		writeError(w, task.Errorf(task.CodeInternal, "streaming unsupported"))
 		return
 	}
+	if !s.openTab(w, id.user) {
+		return
+	}
+	defer s.tabs.release(id.user)
 
 	s.streams.Add(1)
 	defer s.streams.Done()

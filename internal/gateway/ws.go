@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -29,6 +30,10 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		writeError(w, task.Errorf(task.CodeForbidden, "origin not allowed"))
 		return
 	}
+	if !s.openTab(w, id.user) {
+		return
+	}
+	defer s.tabs.release(id.user)
 	if id.newCookie != nil {
 		http.SetCookie(w, id.newCookie)
 	}
@@ -66,6 +71,9 @@ type wsSession struct {
 	id   identity
 	out  *outbox
 	reqs chan protocol.Request
+	// slots holds one token per request waiting or running (cancels run
+	// beside the queue), MaxPending at most.
+	slots chan struct{}
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -88,7 +96,8 @@ func newSession(s *Server, id identity) *wsSession {
 	ctx, cancel := context.WithCancel(s.ctx)
 	ss := &wsSession{
 		s: s, id: id,
-		reqs:      make(chan protocol.Request, 64),
+		reqs:      make(chan protocol.Request, s.cfg.MaxPending),
+		slots:     make(chan struct{}, s.cfg.MaxPending),
 		ctx:       ctx,
 		cancel:    cancel,
 		follows:   map[string]*follower{},
@@ -151,20 +160,32 @@ func (ss *wsSession) readLoop() {
 			continue
 		}
 		select {
-		case ss.reqs <- req:
+		case ss.slots <- struct{}{}:
+			ss.reqs <- req // never blocks: it holds at most as many as there are slots
 		default:
-			ss.send(protocol.Error(req.Req, task.CodeRateLimited, "too many requests in flight"))
+			ss.s.metrics.limitRefusals.WithLabelValues(limitPending).Inc()
+			ss.send(protocol.Error(req.Req, task.CodeRateLimited,
+				fmt.Sprintf("too many requests in flight on this connection (%d); wait for replies", ss.s.cfg.MaxPending)))
 		}
 	}
 }
+
+// done frees the slot of a handled request.
+func (ss *wsSession) done() { <-ss.slots }
 
 func (ss *wsSession) workLoop() {
 	defer ss.wg.Done()
 	for req := range ss.reqs {
 		if ss.ctx.Err() != nil {
+			ss.done()
 			continue
 		}
-		ss.handle(req)
+		if req.Type != "cancel" {
+			ss.handle(req)
+			ss.done()
+			continue
+		}
+		ss.handle(req) // frees its slot when the cancel ends
 	}
 }
 
@@ -201,6 +222,7 @@ func (ss *wsSession) handle(req protocol.Request) {
 		ss.wg.Add(1)
 		go func() {
 			defer ss.wg.Done()
+			defer ss.done()
 			t, err := s.cancelTask(ss.ctx, user, req.TaskID)
 			if err != nil {
 				fail(err)
@@ -237,7 +259,8 @@ func (ss *wsSession) followTask(req protocol.Request, first func(context.Context
 	n := len(ss.follows)
 	ss.mu.Unlock()
 	if n >= ss.s.cfg.MaxSubscriptions {
-		fail(task.Errorf(task.CodeInvalid, "too many subscriptions on this connection; unsubscribe first"))
+		ss.s.metrics.limitRefusals.WithLabelValues(limitSubscriptions).Inc()
+		fail(task.Errorf(task.CodeRateLimited, "too many subscriptions on this connection (%d); unsubscribe first", ss.s.cfg.MaxSubscriptions))
 		return
 	}
 	f, err := ss.s.follow(ss.ctx, ss.id.user, req.TaskID, tabSink{ss}, first)
