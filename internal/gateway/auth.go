@@ -6,7 +6,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"net/http"
+	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,24 +22,32 @@ import (
 // (anonymous mode) of PROTOCOL.md section 1.
 const SessionCookie = "tether_session"
 
+// minSecretBytes is the shortest HS256 secret accepted: shorter ones can be
+// brute-forced from a single token.
+const minSecretBytes = 32
+
 // identity is who a request acts as.
 type identity struct {
 	user string
 	// viaCookie: authenticated by the session cookie, so a WebSocket upgrade
-	// must carry a matching Origin.
+	// or a write must carry a matching Origin.
 	viaCookie bool
 	// exp is the token's expiry (zero in anonymous mode).
 	exp time.Time
-	// newCookie is set when anonymous mode just made this user.
+	// newCookie is set when anonymous mode just made this user, or renews
+	// the user's cookie; the response sets it.
 	newCookie *http.Cookie
 }
 
 // authenticator implements section 1: HS256 JWTs when a secret is set,
 // otherwise an anonymous user per browser in a signed, HttpOnly cookie.
 type authenticator struct {
-	secret    []byte
-	cookieKey []byte
-	now       func() time.Time
+	secret           []byte
+	audience, issuer string
+	cookieKey        []byte
+	sessionTTL       time.Duration
+	trusted          []netip.Prefix
+	now              func() time.Time
 }
 
 var errUnauthorized = task.Errorf(task.CodeUnauthorized, "missing, expired or invalid credentials")
@@ -65,64 +75,116 @@ func (a *authenticator) authenticate(r *http.Request, allowQuery bool) (identity
 	return identity{}, errUnauthorized
 }
 
+// parseJWT checks an HS256 token: signature, a numeric exp in the future
+// (a string is refused, not read as a number), nbf and iat when present,
+// aud and iss when configured, and a sub of 1..128 bytes.
 func (a *authenticator) parseJWT(raw string, viaCookie bool) (identity, error) {
-	var claims jwt.RegisteredClaims
-	_, err := jwt.ParseWithClaims(raw, &claims, func(*jwt.Token) (any, error) { return a.secret, nil },
+	opts := []jwt.ParserOption{
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
 		jwt.WithExpirationRequired(),
 		jwt.WithTimeFunc(a.now),
-	)
-	if err != nil {
+	}
+	if a.audience != "" {
+		opts = append(opts, jwt.WithAudience(a.audience))
+	}
+	if a.issuer != "" {
+		opts = append(opts, jwt.WithIssuer(a.issuer))
+	}
+	// MapClaims rather than RegisteredClaims: the latter reads "exp":"123"
+	// as a number.
+	claims := jwt.MapClaims{}
+	if _, err := jwt.ParseWithClaims(raw, claims, func(*jwt.Token) (any, error) { return a.secret, nil }, opts...); err != nil {
 		return identity{}, errUnauthorized
 	}
-	if n := len(claims.Subject); n == 0 || n > task.MaxUserIDBytes {
+	exp, err := claims.GetExpirationTime()
+	if err != nil || exp == nil {
 		return identity{}, errUnauthorized
 	}
-	return identity{user: claims.Subject, viaCookie: viaCookie, exp: claims.ExpiresAt.Time}, nil
+	sub, ok := claims["sub"].(string)
+	if n := len(sub); !ok || n == 0 || n > task.MaxUserIDBytes {
+		return identity{}, errUnauthorized
+	}
+	return identity{user: sub, viaCookie: viaCookie, exp: exp.Time}, nil
 }
 
 // anonymous returns the browser's anonymous user, making one (with its
-// cookie) when the request carries no valid cookie.
+// cookie) when the request carries no valid cookie, and renewing the cookie
+// once a day while it is used: it expires SessionTTL after its last renewal.
+// The cookie is Secure when the client came over TLS (as a trusted proxy
+// may say), so it never travels in clear text after that.
 func (a *authenticator) anonymous(r *http.Request) identity {
+	now := a.now()
 	if c, err := r.Cookie(SessionCookie); err == nil {
-		if user, ok := a.verifyAnon(c.Value); ok {
-			return identity{user: user, viaCookie: true}
+		user, issued, ok := a.verifyAnon(c.Value)
+		legacy := ok && issued.IsZero()
+		if ok && (legacy || now.Sub(issued) < a.sessionTTL) {
+			id := identity{user: user, viaCookie: true}
+			if legacy || now.Sub(issued) >= renewEvery(a.sessionTTL) {
+				id.newCookie = a.cookie(r, user, now)
+			}
+			return id
 		}
 	}
 	user := "anon-" + uuid.NewString()
-	return identity{user: user, viaCookie: true, newCookie: &http.Cookie{
-		Name:     SessionCookie,
-		Value:    a.signAnon(user),
-		Path:     "/",
-		MaxAge:   400 * 24 * 60 * 60,
-		HttpOnly: true,
-		SameSite: http.SameSiteLaxMode,
-	}}
+	return identity{user: user, viaCookie: true, newCookie: a.cookie(r, user, now)}
 }
 
-func (a *authenticator) mac(user string) []byte {
+// renewEvery is how old an anonymous cookie gets before it is renewed.
+func renewEvery(ttl time.Duration) time.Duration { return min(24*time.Hour, ttl/30) }
+
+func (a *authenticator) cookie(r *http.Request, user string, now time.Time) *http.Cookie {
+	return &http.Cookie{
+		Name:     SessionCookie,
+		Value:    a.signAnon(user, now),
+		Path:     "/",
+		MaxAge:   int(a.sessionTTL / time.Second),
+		HttpOnly: true,
+		Secure:   viaTLS(r, a.trusted),
+		SameSite: http.SameSiteLaxMode,
+	}
+}
+
+// The anonymous cookie is user.issued.mac (base64url user, issue time in
+// Unix seconds, HMAC-SHA256 of both). A cookie of the first format, user.mac,
+// still verifies, as issued long ago, so it is renewed in the new format at
+// once and its user keeps their conversations.
+func (a *authenticator) mac(user string, issued int64, legacy bool) []byte {
 	m := hmac.New(sha256.New, a.cookieKey)
-	m.Write([]byte("tether anonymous session\x00" + user))
+	if legacy {
+		m.Write([]byte("tether anonymous session\x00" + user))
+	} else {
+		m.Write([]byte("tether anonymous session v2\x00" + user + "\x00" + strconv.FormatInt(issued, 10)))
+	}
 	return m.Sum(nil)
 }
 
-func (a *authenticator) signAnon(user string) string {
+func (a *authenticator) signAnon(user string, issued time.Time) string {
 	enc := base64.RawURLEncoding
-	return enc.EncodeToString([]byte(user)) + "." + enc.EncodeToString(a.mac(user))
+	at := issued.Unix()
+	return enc.EncodeToString([]byte(user)) + "." + strconv.FormatInt(at, 10) + "." + enc.EncodeToString(a.mac(user, at, false))
 }
 
-func (a *authenticator) verifyAnon(v string) (string, bool) {
+// verifyAnon returns the user of a cookie this gateway signed and when it
+// was issued (the zero time for a first-format cookie).
+func (a *authenticator) verifyAnon(v string) (string, time.Time, bool) {
 	enc := base64.RawURLEncoding
-	u, sig, ok := strings.Cut(v, ".")
-	if !ok {
-		return "", false
+	parts := strings.Split(v, ".")
+	if len(parts) != 2 && len(parts) != 3 {
+		return "", time.Time{}, false
 	}
-	user, err1 := enc.DecodeString(u)
-	mac, err2 := enc.DecodeString(sig)
+	user, err1 := enc.DecodeString(parts[0])
+	mac, err2 := enc.DecodeString(parts[len(parts)-1])
 	if err1 != nil || err2 != nil || len(user) == 0 || len(user) > task.MaxUserIDBytes {
-		return "", false
+		return "", time.Time{}, false
 	}
-	return string(user), hmac.Equal(mac, a.mac(string(user)))
+	if len(parts) == 2 {
+		return string(user), time.Time{}, hmac.Equal(mac, a.mac(string(user), 0, true))
+	}
+	at, err := strconv.ParseInt(parts[1], 10, 64)
+	if err != nil || !hmac.Equal(mac, a.mac(string(user), at, false)) {
+		return "", time.Time{}, false
+	}
+	return string(user), time.Unix(at, 0), true
 }
 
 // originAllowed applies the Origin rule of section 1: exact origins from

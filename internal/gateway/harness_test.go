@@ -33,7 +33,10 @@ import (
 	"github.com/tether-dev/tether/internal/task"
 )
 
-const testSecret = "test-secret-0123456789abcdef"
+const (
+	testSecret    = "test-secret-0123456789abcdef-0123456789"
+	anonCookieKey = "test-cookie-key-0123456789"
+)
 
 // env is a whole Tether in one process: a real Postgres schema, a real NATS
 // server on a random port, one runner with the demo engine, and a gateway
@@ -100,7 +103,7 @@ func setup(t testing.TB, opts ...func(*envOptions)) *env {
 	gc.Logger = quietLogger()
 	env := &env{t: t, store: store, bus: bus}
 	if o.anonymous {
-		gc.CookieKey = []byte("test-cookie-key-0123456789")
+		gc.CookieKey = []byte(anonCookieKey)
 	} else {
 		env.secret = []byte(testSecret)
 		gc.AuthSecret = env.secret

@@ -120,11 +120,13 @@ func (s *Server) api(h apiHandler) http.HandlerFunc {
 			writeError(w, err)
 			return
 		}
-		// A cookie-authenticated write from a foreign page is refused (CSRF);
-		// clients without an Origin (curl, servers) are not browsers.
-		if id.viaCookie && r.Method != http.MethodGet {
-			if o := r.Header.Get("Origin"); o != "" && !originAllowed(o, s.cfg.AllowedOrigins, r.Host) {
-				writeError(w, task.Errorf(task.CodeForbidden, "origin not allowed"))
+		// A cookie-authenticated write must come from an allowed page
+		// (PROTOCOL.md section 1): a foreign Origin is cross-site request
+		// forgery, and a missing one is refused too, since browsers send
+		// Origin on every write and other clients use a bearer token.
+		if id.viaCookie && r.Method != http.MethodGet && r.Method != http.MethodHead {
+			if o := r.Header.Get("Origin"); o == "" || !originAllowed(o, s.cfg.AllowedOrigins, r.Host) {
+				writeError(w, task.Errorf(task.CodeForbidden, "a cookie-authenticated write needs an allowed Origin"))
 				return
 			}
 		}

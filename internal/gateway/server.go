@@ -8,6 +8,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -20,8 +21,8 @@ import (
 // Config tunes a gateway. The zero value works: anonymous auth, no rate
 // limit, the gateway's own host as the only allowed Origin.
 type Config struct {
-	// AllowedOrigins are exact origins allowed for WebSocket upgrades; empty
-	// means the gateway's own host.
+	// AllowedOrigins are exact origins allowed for WebSocket upgrades and
+	// cookie-authenticated writes; empty means the gateway's own host.
 	AllowedOrigins []string
 	// TrustedProxies are the peers whose X-Forwarded-For and
 	// X-Forwarded-Proto are believed (the client's IP, and whether it used
@@ -29,9 +30,15 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 	// AuthSecret is the HS256 secret; nil selects anonymous cookie mode.
 	AuthSecret []byte
+	// JWTAudience and JWTIssuer, when set, must be a token's aud (one of)
+	// and iss.
+	JWTAudience, JWTIssuer string
 	// CookieKey signs anonymous session cookies; keep it stable across
 	// restarts (and equal on every gateway) or anonymous users lose their data.
 	CookieKey []byte
+	// SessionTTL is how long an anonymous cookie lives after it was last
+	// renewed; it is renewed once a day while used. Default 30 days.
+	SessionTTL time.Duration
 	// Rate is client messages and HTTP requests per second per user; 0 = no limit.
 	Rate float64
 	// ConnRate is new connections per second per client IP (burst twice
@@ -86,6 +93,7 @@ func (c Config) withDefaults() Config {
 	c.MaxSubscriptions = cmp.Or(c.MaxSubscriptions, 256)
 	c.MaxTabsPerUser = cmp.Or(c.MaxTabsPerUser, 64)
 	c.MaxPending = cmp.Or(c.MaxPending, 64)
+	c.SessionTTL = cmp.Or(c.SessionTTL, 30*24*time.Hour)
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	if c.Now == nil {
 		c.Now = time.Now
@@ -131,16 +139,20 @@ func New(cfg Config, store task.Store, bus Bus) (*Server, error) {
 	if cfg.AuthSecret == nil && len(cfg.CookieKey) < 16 {
 		return nil, errors.New("gateway: anonymous mode needs a cookie key of at least 16 bytes")
 	}
+	if cfg.AuthSecret != nil && len(cfg.AuthSecret) < minSecretBytes {
+		return nil, fmt.Errorf("gateway: the JWT secret must be at least %d bytes", minSecretBytes)
+	}
 	m := newMetrics()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
-		cfg:      cfg,
-		store:    store,
-		bus:      bus,
-		log:      cfg.Logger,
-		metrics:  m,
-		hub:      newHub(bus, cfg.Logger, m, cfg.RecentEvents, cfg.TopicLinger, cfg.QueueBytes),
-		auth:     &authenticator{secret: cfg.AuthSecret, cookieKey: cfg.CookieKey, now: cfg.Now},
+		cfg:     cfg,
+		store:   store,
+		bus:     bus,
+		log:     cfg.Logger,
+		metrics: m,
+		hub:     newHub(bus, cfg.Logger, m, cfg.RecentEvents, cfg.TopicLinger, cfg.QueueBytes),
+		auth: &authenticator{secret: cfg.AuthSecret, cookieKey: cfg.CookieKey, now: cfg.Now,
+			audience: cfg.JWTAudience, issuer: cfg.JWTIssuer, sessionTTL: cfg.SessionTTL, trusted: cfg.TrustedProxies},
 		limit:    newLimiter(cfg.Rate, cfg.Now),
 		conns:    newLimiter(cfg.ConnRate, cfg.Now),
 		tabs:     newTabCounter(cfg.MaxTabsPerUser),

@@ -42,15 +42,11 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 		}
 		lastID = n
 	}
-	flusher, ok := w.(http.Flusher)
-	if !ok {
-		writeError(w, task.Errorf(task.CodeInternal, "streaming unsupported"))
-		return
-	}
 	if !s.openTab(w, id.user) {
 		return
 	}
 	defer s.tabs.release(id.user)
+	rc := http.NewResponseController(w)
 
 	s.streams.Add(1)
 	defer s.streams.Done()
@@ -74,6 +70,14 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	// A resume of a finished stream (Last-Event-ID at or past its terminal
+	// event) has nothing to send: 204 tells an EventSource to stop
+	// reconnecting (HTML, "server-sent events"), where an empty 200 would
+	// have it come back every few seconds forever.
+	if lastID >= 0 && t.Status.Terminal() && lastID >= t.Seq {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
 
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -83,7 +87,9 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 		http.SetCookie(w, id.newCookie)
 	}
 	w.WriteHeader(http.StatusOK)
-	flusher.Flush()
+	if err := s.flushSSE(rc); err != nil {
+		return
+	}
 
 	var (
 		logged []Msg
@@ -94,7 +100,6 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 		logged, at, resume = s.resumeAt(ctx, t, lastID)
 	}
 	if resume {
-		k.resumedAt(lastID, t)
 		go f.startAt(at, logged)
 	} else {
 		go f.start(t, nil)
@@ -102,31 +107,58 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 
 	keepAlive := time.NewTicker(s.cfg.SSEKeepAlive)
 	defer keepAlive.Stop()
+	// The stream ends at the token's expiry, as a tab does (close 1008),
+	// with an error event saying why.
+	var expired <-chan time.Time
+	if !id.exp.IsZero() {
+		t := time.NewTimer(id.exp.Sub(s.cfg.Now()))
+		defer t.Stop()
+		expired = t.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-s.ctx.Done():
 			return
+		case <-expired:
+			_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+			_ = protocol.SSEEvent(w, "error", 0, protocol.Error("", task.CodeUnauthorized, "token expired"))
+			_ = rc.Flush()
+			return
 		case <-keepAlive.C:
+			_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
 			if err := protocol.SSEComment(w, "keep-alive"); err != nil {
 				return
 			}
-			flusher.Flush()
+			if err := s.flushSSE(rc); err != nil {
+				return
+			}
 			continue
 		case <-k.out.wake:
 		}
 		items, overflowed := k.out.take()
+		_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
 		for _, b := range items {
 			if _, err := w.Write(b); err != nil {
 				return
 			}
 		}
-		flusher.Flush()
+		if err := s.flushSSE(rc); err != nil {
+			return
+		}
 		if overflowed || (k.finished.Load() && k.out.empty()) {
 			return
 		}
 	}
+}
+
+// flushSSE sends what is written so far; like a tab's write, it must finish
+// within WriteTimeout, so a reader that stopped reading does not hold the
+// stream.
+func (s *Server) flushSSE(rc *http.ResponseController) error {
+	_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+	return rc.Flush()
 }
 
 // resumeAt returns the logged events after lastID, and the position the
@@ -208,14 +240,6 @@ func (k *sseSink) sendEvent(m Msg) bool {
 }
 
 func (k *sseSink) waitRoom(ctx context.Context) { k.out.waitRoom(ctx) }
-
-// resumedAt handles a Last-Event-ID equal to a finished snapshot: there is
-// nothing left to send.
-func (k *sseSink) resumedAt(lastID int64, t task.Task) {
-	if lastID >= t.Seq && t.Status.Terminal() {
-		k.finish()
-	}
-}
 
 func (k *sseSink) finish() {
 	k.finished.Store(true)
