@@ -1,4 +1,4 @@
-// Scenario 9: Chromium's own EventSource on a task's SSE stream. It follows
+// Scenario 11: Chromium's own EventSource on a task's SSE stream. It follows
 // the answer to its end with the exact text; then the server closes the
 // stream, the browser reconnects once with Last-Event-ID at the terminal
 // event, the gateway answers 204, and the EventSource stops (CLOSED) instead
@@ -42,7 +42,7 @@ async function follow(page, id) {
 const state = (page, i) => page.evaluate((i) => ({ readyState: window.__es[i].es.readyState, ...window.__es[i].log }), i);
 
 test('EventSource: exact text, then 204 on the finished stream stops it reconnecting', { timeout: 180_000 }, async (t) => {
-  await scenario('09-eventsource-finished', {}, async ({ sys, newContext, shoot }) => {
+  await scenario('11-eventsource-finished', {}, async ({ sys, newContext, shoot }) => {
     const context = await newContext();
     const page = await context.newPage();
     shoot(page);
