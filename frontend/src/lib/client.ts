@@ -32,8 +32,21 @@ export interface ClientOptions {
   connectTimeoutMs?: number;
   /** See ConnectionOptions.beforeRetry. */
   beforeRetry?: () => Promise<void>;
-  /** Delay before retrying a subscribe the server refused for a passing reason, ms. */
+  /**
+   * Delay before the first retry of a subscribe the server refused for a
+   * passing reason (rate_limited, unavailable), ms; it doubles with each
+   * failure, up to 30 s.
+   */
   resubscribeDelayMs?: number;
+  /** Retries of one refused subscribe before the tab gives up and shows why; default 8. */
+  maxSubscribeRetries?: number;
+  /**
+   * Tasks the tab remembers; beyond it, finished tasks that the open
+   * conversation does not show are forgotten (history has them). Default 500.
+   */
+  maxTasks?: number;
+  /** Requests that may wait for the connection (see ConnectionOptions.maxQueued); default 256. */
+  maxQueued?: number;
 }
 
 /** The open conversation, ready to render. */
@@ -62,6 +75,12 @@ export interface ClientEvents extends Record<string, unknown> {
 /** Submit codes that no retry of the same submit can fix. */
 const permanent = new Set(['conflict', 'invalid', 'too_large', 'forbidden']);
 
+/** Subscribe codes that no retry of the same subscribe can fix (not_found is handled as a lookup). */
+const permanentSubscribe = new Set(['invalid', 'forbidden', 'unauthorized', 'conflict', 'too_large']);
+
+/** The longest wait between retries of a refused subscribe, ms. */
+const maxResubscribeDelayMs = 30_000;
+
 /**
  * Tether's browser client: a connection that survives everything short of the
  * server's own death, tasks that re-attach after a reload, submits that are
@@ -80,7 +99,11 @@ export class TetherClient {
   private readonly uuid: () => string;
   private readonly pageSize: number;
   private readonly resubscribeDelayMs: number;
+  private readonly maxSubscribeRetries: number;
+  private readonly maxTasks: number;
   private readonly tasks = new Map<string, TaskState>();
+  /** Refused subscribes of a task since its last snapshot. */
+  private readonly subscribeFailures = new Map<string, number>();
   private readonly unlisten: Array<() => void> = [];
   /** Finished tasks whose pointer is cleared once the open conversation shows them. */
   private readonly clearWhenShown = new Set<string>();
@@ -108,7 +131,10 @@ export class TetherClient {
     this.uuid = opts.uuid ?? randomUUID;
     this.pageSize = Math.min(Math.max(opts.pageSize ?? Limits.defaultPage, 1), Limits.maxPage);
     this.resubscribeDelayMs = opts.resubscribeDelayMs ?? 2000;
+    this.maxSubscribeRetries = opts.maxSubscribeRetries ?? 8;
+    this.maxTasks = Math.max(opts.maxTasks ?? 500, 1);
     this.connection = new Connection({
+      maxQueued: opts.maxQueued,
       url: opts.url ?? (() => sameOriginWsUrl(Paths.ws)),
       platform: this.platform,
       backoff: opts.backoff,
@@ -162,7 +188,7 @@ export class TetherClient {
     for (const id of ids) {
       if (!this.tasks.has(id)) {
         const convOf = active?.task_id === id ? active.conversation_id : pending.find((p) => p.task_id === id)!.conversation_id;
-        this.tasks.set(id, newState(id, convOf));
+        this.setTask(id, newState(id, convOf));
       }
       this.subscriptions.follow(id);
     }
@@ -290,7 +316,7 @@ export class TetherClient {
     const id = this.uuid();
     const submit: PendingSubmit = { task_id: id, conversation_id: conversationId, content };
     this.pointers.recordSubmit(submit);
-    this.tasks.set(id, { ...newState(id, conversationId), content, sending: true });
+    this.setTask(id, { ...newState(id, conversationId), content, sending: true });
     this.rememberSubmit(submit, false);
     this.channel?.post({ kind: 'submit', ...submit });
     this.subscriptions.follow(id, submit);
@@ -339,7 +365,7 @@ export class TetherClient {
     st.localError = undefined;
     st.cancelling = false;
     st.task = undefined;
-    this.tasks.set(taskId, st);
+    this.setTask(taskId, st);
     this.convList = touchLocal(this.convList, conv, titleFrom(content), taskId, nowISO(this.platform));
     this.events.emit('conversations', this.convList);
     this.emitViewIf(conv);
@@ -377,6 +403,7 @@ export class TetherClient {
 
   /** A snapshot, a confirmed submit or an applied event of a followed task. */
   private onUpdate(id: string, task: Task, cause: 'snapshot' | 'submitted' | 'event'): void {
+    this.subscribeFailures.delete(id);
     const s = this.stateOf(id, task.conversation_id);
     s.task = task;
     s.sending = false;
@@ -417,7 +444,7 @@ export class TetherClient {
         const st = s ?? newState(id, action.submit.conversation_id);
         st.content = action.submit.content;
         st.sending = true;
-        this.tasks.set(id, st);
+        this.setTask(id, st);
         this.rememberSubmit(action.submit, true);
         this.subscriptions.follow(id, action.submit);
         return;
@@ -464,8 +491,23 @@ export class TetherClient {
   private onSubError(id: string, error: TetherError, during: 'submit' | 'subscribe'): void {
     const s = this.tasks.get(id);
     if (during === 'subscribe') {
-      // A passing refusal (rate_limited, unavailable): ask again a little later.
-      this.platform.setTimeout(() => this.subscriptions.resubscribe(id, 'retry after error'), this.resubscribeDelayMs);
+      const failures = (this.subscribeFailures.get(id) ?? 0) + 1;
+      if (!permanentSubscribe.has(error.code) && failures <= this.maxSubscribeRetries) {
+        // A passing refusal (rate_limited, unavailable): ask again later, backing off.
+        this.subscribeFailures.set(id, failures);
+        const delay = Math.min(this.resubscribeDelayMs * 2 ** (failures - 1), maxResubscribeDelayMs);
+        this.platform.setTimeout(() => this.subscriptions.resubscribe(id, 'retry after error'), delay);
+        return;
+      }
+      // A refusal no retry fixes, or one that kept coming: stop asking and say so.
+      this.subscribeFailures.delete(id);
+      this.subscriptions.unfollow(id);
+      const retryable = !permanentSubscribe.has(error.code);
+      if (s) {
+        s.localError = { code: error.code, message: `Could not follow this answer: ${error.message || error.code}`, retryable };
+        this.emitViewIf(s.conversation_id);
+      }
+      this.notice('error', `Could not follow an answer: ${error.message || error.code}`);
       return;
     }
     this.subscriptions.unfollow(id);
@@ -553,7 +595,7 @@ export class TetherClient {
 
   /** Shows a submit's local echo (if its conversation is open) and marks its conversation running. */
   private rememberSubmit(p: PendingSubmit, fromStore: boolean): void {
-    if (!this.tasks.has(p.task_id)) this.tasks.set(p.task_id, { ...newState(p.task_id, p.conversation_id), content: p.content, sending: true });
+    if (!this.tasks.has(p.task_id)) this.setTask(p.task_id, { ...newState(p.task_id, p.conversation_id), content: p.content, sending: true });
     const now = nowISO(this.platform);
     if (p.conversation_id === this.convId) {
       this.messages = addLocal(this.messages, localPair(p.task_id, p.conversation_id, p.content, now));
@@ -570,9 +612,33 @@ export class TetherClient {
     let s = this.tasks.get(id);
     if (!s) {
       s = newState(id, conversationId);
-      this.tasks.set(id, s);
+      this.setTask(id, s);
     }
     return s;
+  }
+
+  /** Remembers a task, keeping the map bounded (trimTasks). */
+  private setTask(id: string, s: TaskState): void {
+    this.tasks.set(id, s);
+    if (this.tasks.size > this.maxTasks) this.trimTasks();
+  }
+
+  /**
+   * Forgets the oldest tasks that nothing needs any more: finished, not
+   * followed, not waiting for a submit, not named by a stored pointer, and
+   * not shown by the open conversation. History has their messages.
+   */
+  private trimTasks(): void {
+    const shown = new Set(this.messages.map((m) => m.task_id));
+    const active = this.pointers.active()?.task_id;
+    const pending = new Set(this.pointers.pending().map((p) => p.task_id));
+    for (const [id, s] of this.tasks) {
+      if (this.tasks.size <= this.maxTasks) return;
+      if (s.sending || !s.task || !isTerminal(s.task.status) || this.subscriptions.get(id)) continue;
+      if (shown.has(id) || id === active || pending.has(id) || this.clearWhenShown.has(id)) continue;
+      this.tasks.delete(id);
+      this.subscribeFailures.delete(id);
+    }
   }
 
   private resetHistory(): void {

@@ -38,6 +38,12 @@ export interface ConnectionOptions {
    * HTTP request; a WebSocket upgrade refused with 401 looks like any failure).
    */
   beforeRetry?: () => Promise<void>;
+  /**
+   * Requests that may wait for the connection (`wait`) held at most; beyond
+   * it a new one fails at once with NotConnectedError, so a long outage
+   * cannot grow the queue without bound. Default 256.
+   */
+  maxQueued?: number;
 }
 
 /** How a request behaves when the connection is not open. */
@@ -101,6 +107,7 @@ export class Connection {
   private readonly pingIntervalMs: number;
   private readonly pingTimeoutMs: number;
   private readonly connectTimeoutMs: number;
+  private readonly maxQueued: number;
 
   constructor(private readonly opts: ConnectionOptions) {
     this.platform = opts.platform;
@@ -108,6 +115,7 @@ export class Connection {
     this.pingIntervalMs = opts.pingIntervalMs ?? 25_000;
     this.pingTimeoutMs = opts.pingTimeoutMs ?? 10_000;
     this.connectTimeoutMs = opts.connectTimeoutMs ?? 15_000;
+    this.maxQueued = Math.max(opts.maxQueued ?? 256, 1);
   }
 
   get state(): ConnectionState {
@@ -157,11 +165,16 @@ export class Connection {
       this.transmit(out);
       return;
     }
-    if (out.wait) {
+    if (out.wait && this.queue.length < this.maxQueued) {
       this.queue.push(out);
       return;
     }
-    handler?.onFail(new NotConnectedError());
+    handler?.onFail(new NotConnectedError(out.wait ? 'too many requests waiting for the connection' : undefined));
+  }
+
+  /** How many requests wait for the connection. */
+  get queued(): number {
+    return this.queue.length;
   }
 
   /** Sends msg and resolves with its reply; an `error` reply rejects with TetherError. */
