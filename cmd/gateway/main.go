@@ -11,15 +11,14 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
+	"github.com/tether-dev/tether/internal/config"
 	"github.com/tether-dev/tether/internal/gateway"
 	"github.com/tether-dev/tether/internal/gateway/natsgateway"
 	"github.com/tether-dev/tether/internal/maintenance"
@@ -32,161 +31,98 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
 		fmt.Fprintln(os.Stderr, "gateway:", err)
 		os.Exit(1)
 	}
 }
 
-type config struct {
-	addr           string
-	databaseURL    string
-	natsURL        string
-	natsListen     string
-	dataDir        string
-	authSecret     string
-	allowedOrigins string
-	sessionKey     string
-	rate           float64
-	idempotencyTTL time.Duration
-	pendingTimeout time.Duration
-	lease          time.Duration
-	maxAttempts    int
-	connectTimeout time.Duration
-	logLevel       string
-}
-
-func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
-	var c config
-	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var bad []error
-	env := func(key, def string) string {
-		if v := getenv(key); v != "" {
-			return v
-		}
-		return def
-	}
-	dur := func(key, def string) time.Duration {
-		d, err := time.ParseDuration(env(key, def))
-		if err != nil || d <= 0 {
-			bad = append(bad, fmt.Errorf("%s=%q is not a positive duration (like 500ms, 15s, 24h)", key, getenv(key)))
-			d, _ = time.ParseDuration(def)
-		}
-		return d
-	}
-	num := func(key string, def float64) float64 {
-		v := getenv(key)
-		if v == "" {
-			return def
-		}
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			bad = append(bad, fmt.Errorf("%s=%q is not a number", key, v))
-			return def
-		}
-		return f
-	}
-	fs.StringVar(&c.addr, "addr", env("TETHER_ADDR", ":8080"), "HTTP and WebSocket listen address (TETHER_ADDR)")
-	fs.StringVar(&c.databaseURL, "database-url", env("DATABASE_URL", ""), "Postgres URL (DATABASE_URL)")
-	fs.StringVar(&c.natsURL, "nats-url", env("NATS_URL", ""), "external NATS; empty embeds one (NATS_URL)")
-	fs.StringVar(&c.natsListen, "nats-listen", env("TETHER_NATS_LISTEN", "127.0.0.1:4222"), "embedded NATS client address (TETHER_NATS_LISTEN)")
-	fs.StringVar(&c.dataDir, "data-dir", env("TETHER_DATA_DIR", ".data"), "embedded JetStream storage and local files (TETHER_DATA_DIR)")
-	fs.StringVar(&c.authSecret, "auth-secret", env("TETHER_AUTH_SECRET", ""), "HS256 JWT secret; empty = anonymous cookie mode (TETHER_AUTH_SECRET)")
-	fs.StringVar(&c.allowedOrigins, "allowed-origins", env("TETHER_ALLOWED_ORIGINS", ""), "comma-separated exact origins; empty = own host (TETHER_ALLOWED_ORIGINS)")
-	fs.StringVar(&c.sessionKey, "session-key", env("TETHER_SESSION_KEY", ""), "key signing anonymous session cookies; empty = DATA_DIR/session.key (TETHER_SESSION_KEY)")
-	fs.Float64Var(&c.rate, "rate", num("TETHER_RATE", 20), "client messages and requests per second per user; 0 = no limit (TETHER_RATE)")
-	fs.DurationVar(&c.idempotencyTTL, "idempotency-ttl", dur("TETHER_IDEMPOTENCY_TTL", "24h"), "how long a task id stays taken (TETHER_IDEMPOTENCY_TTL)")
-	fs.DurationVar(&c.pendingTimeout, "pending-timeout", dur("TETHER_PENDING_TIMEOUT", "60s"), "pending without a runner this long fails no_runner (TETHER_PENDING_TIMEOUT)")
-	fs.DurationVar(&c.lease, "lease", dur("TETHER_LEASE", "15s"), "runner lease (TETHER_LEASE)")
-	fs.IntVar(&c.maxAttempts, "max-attempts", int(num("TETHER_MAX_ATTEMPTS", 3)), "attempts before runner_lost (TETHER_MAX_ATTEMPTS)")
-	fs.DurationVar(&c.connectTimeout, "connect-timeout", dur("TETHER_CONNECT_TIMEOUT", "30s"), "how long to retry Postgres and NATS at start (TETHER_CONNECT_TIMEOUT)")
-	fs.StringVar(&c.logLevel, "log-level", env("TETHER_LOG_LEVEL", "info"), "debug, info, warn or error (TETHER_LOG_LEVEL)")
-	if err := fs.Parse(args); err != nil {
-		return c, err
-	}
-	if err := errors.Join(bad...); err != nil {
-		return c, err
-	}
-	if c.databaseURL == "" {
-		return c, errors.New("DATABASE_URL is not set: point it at Postgres, or use `make run`, which starts a local one")
-	}
-	if c.rate < 0 || c.maxAttempts < 1 {
-		return c, errors.New("TETHER_RATE must be >= 0 and TETHER_MAX_ATTEMPTS >= 1")
-	}
-	return c, nil
-}
-
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	c, err := parseConfig(args, getenv, stderr)
+	c, err := config.Load(config.Gateway, args, getenv, stderr)
 	if err != nil {
 		return err
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
-		return fmt.Errorf("TETHER_LOG_LEVEL: %w", err)
-	}
-	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: c.LogLevel}))
 
-	natsURL := c.natsURL
+	// The keys: JWTs (or anonymous cookies) and, derived from the same
+	// secret unless set on its own, the key that signs page cursors.
+	var authSecret, cookieKey []byte
+	if c.AuthSecret != "" {
+		authSecret = []byte(c.AuthSecret)
+	} else {
+		log.Warn("RUNNING WITHOUT AUTH: TETHER_AUTH_SECRET is unset, every browser gets an anonymous user. Set it (HS256 JWTs) before exposing this gateway.")
+		if cookieKey, err = sessionKey(c); err != nil {
+			return err
+		}
+	}
+	cursorKey := []byte(c.CursorKey)
+	if len(cursorKey) == 0 {
+		from := authSecret
+		if from == nil {
+			from = cookieKey
+		}
+		cursorKey = config.DeriveKey(from, "cursor key v1")
+	}
+
+	natsURL := c.NATSURL
 	if natsURL == "" {
-		srv, err := natsbus.StartServer(natsbus.ServerConfig{Listen: c.natsListen, StoreDir: c.dataDir})
+		srv, err := natsbus.StartServer(natsbus.ServerConfig{Listen: c.NATSListen, StoreDir: c.DataDir})
 		if err != nil {
-			return fmt.Errorf("start embedded NATS on %s: %w", c.natsListen, err)
+			return fmt.Errorf("start embedded NATS on %s: %w", c.NATSListen, err)
 		}
 		defer func() {
 			srv.Shutdown()
 			srv.WaitForShutdown()
 		}()
 		natsURL = srv.ClientURL()
-		log.Info("embedded NATS started", "url", natsURL, "store", filepath.Join(c.dataDir, "nats"))
+		log.Info("embedded NATS started", "url", natsURL, "store", filepath.Join(c.DataDir, "nats"))
 	}
 
-	store, err := postgres.Dial(ctx, c.databaseURL, postgres.Config{
-		IdempotencyTTL: c.idempotencyTTL, PendingTimeout: c.pendingTimeout,
-		Lease: c.lease, MaxAttempts: c.maxAttempts,
-	}, c.connectTimeout, func(err error) { log.Warn("Postgres not reachable yet, retrying", "err", err) })
+	store, err := postgres.Dial(ctx, c.DatabaseURL, postgres.Config{
+		IdempotencyTTL: c.IdempotencyTTL, PendingTimeout: c.PendingTimeout,
+		Lease: c.Lease, MaxAttempts: c.MaxAttempts, MaxRetries: c.MaxRetries, CursorKey: cursorKey,
+	}, c.ConnectTimeout, func(err error) { log.Warn("Postgres not reachable yet, retrying", "err", err) })
 	if err != nil {
 		return err
 	}
 	defer store.Close()
 
-	bus, err := natsbus.Connect(ctx, natsURL, natsbus.Config{Name: "tether-gateway", MaxElapsed: c.connectTimeout})
+	bus, err := natsbus.Connect(ctx, natsURL, natsbus.Config{Name: "tether-gateway", MaxElapsed: c.ConnectTimeout, Logger: log})
 	if err != nil {
-		return fmt.Errorf("connect NATS at %s: %w", natsURL, err)
+		// natsbus's errors name the URL without its password.
+		return err
 	}
 	defer bus.Close()
 
-	cfg := gateway.Config{
-		Rate:   c.rate,
-		UI:     webui.Handler(),
-		Logger: log,
-		Ready:  store.Ping,
-	}
-	if c.authSecret != "" {
-		cfg.AuthSecret = []byte(c.authSecret)
-	} else {
-		log.Warn("RUNNING WITHOUT AUTH: TETHER_AUTH_SECRET is unset, every browser gets an anonymous user. Set it (HS256 JWTs) before exposing this gateway.")
-		key, err := sessionKey(c)
-		if err != nil {
-			return err
-		}
-		cfg.CookieKey = key
-	}
-	for _, o := range strings.Split(c.allowedOrigins, ",") {
-		if o = strings.TrimSpace(o); o != "" {
-			cfg.AllowedOrigins = append(cfg.AllowedOrigins, o)
-		}
-	}
-	gw, err := gateway.New(cfg, store, natsgateway.New(bus))
+	gw, err := gateway.New(gateway.Config{
+		AllowedOrigins:   c.AllowedOrigins,
+		TrustedProxies:   c.TrustedProxies,
+		AuthSecret:       authSecret,
+		JWTAudience:      c.JWTAudience,
+		JWTIssuer:        c.JWTIssuer,
+		CookieKey:        cookieKey,
+		SessionTTL:       c.SessionTTL,
+		Rate:             c.Rate,
+		ConnRate:         c.ConnRate,
+		MaxTabsPerUser:   c.MaxTabsPerUser,
+		MaxSubscriptions: c.MaxSubscriptions,
+		MaxPending:       c.MaxPending,
+		QueueBytes:       c.QueueBytes,
+		UI:               webui.Handler(),
+		Logger:           log,
+		Ready:            store.Ping,
+	}, store, natsgateway.New(bus))
 	if err != nil {
 		return err
 	}
 
-	ln, err := net.Listen("tcp", c.addr)
+	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", c.addr, err)
+		return fmt.Errorf("listen on %s: %w", c.Addr, err)
 	}
-	hs := &http.Server{Handler: gw.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	hs := gw.HTTPServer(c.IdleTimeout)
 	fmt.Fprintf(stdout, "Tether gateway listening on http://%s\n", displayAddr(ln.Addr()))
 
 	loopCtx, stopLoops := context.WithCancel(context.Background())
@@ -219,15 +155,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 // sessionKey is the anonymous-cookie key: TETHER_SESSION_KEY, or a random
 // key kept in the data directory so cookies survive restarts.
-func sessionKey(c config) ([]byte, error) {
-	if c.sessionKey != "" {
-		return []byte(c.sessionKey), nil
+func sessionKey(c *config.Config) ([]byte, error) {
+	if c.SessionKey != "" {
+		return []byte(c.SessionKey), nil
 	}
-	path := filepath.Join(c.dataDir, "session.key")
+	path := filepath.Join(c.DataDir, "session.key")
 	if b, err := os.ReadFile(path); err == nil && len(b) >= 32 {
 		return b, nil
 	}
-	if err := os.MkdirAll(c.dataDir, 0o755); err != nil {
+	if err := os.MkdirAll(c.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
 	key := make([]byte, 32)

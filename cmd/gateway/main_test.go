@@ -26,11 +26,40 @@ func TestRunRejectsBadSettings(t *testing.T) {
 		{"DATABASE_URL": "postgres://x", "TETHER_RATE": "fast"},
 		{"DATABASE_URL": "postgres://x", "TETHER_RATE": "-1"},
 		{"DATABASE_URL": "postgres://x", "TETHER_LOG_LEVEL": "loud"},
+		{"DATABASE_URL": "postgres://x", "TETHER_MAX_ATTEMPTS": "3.9"},
+		{"DATABASE_URL": "postgres://x", "TETHER_AUTH_SECRET": "shorter-than-32-bytes"},
+		{"DATABASE_URL": "postgres://x", "TETHER_MAX_TABS_PER_USER": "many"},
 	} {
 		err := run(context.Background(), nil, getenvFrom(env), io.Discard, io.Discard)
 		if err == nil {
 			t.Errorf("env %v: no error", env)
 		}
+	}
+	err := run(context.Background(), nil, getenvFrom(map[string]string{"DATABASE_URL": "postgres://x",
+		"TETHER_MAX_ATTEMPTS": "3.9"}), io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "TETHER_MAX_ATTEMPTS") {
+		t.Errorf("the error does not name the variable: %v", err)
+	}
+}
+
+// An external NATS that cannot be reached stops the gateway with an error
+// that names the URL without its password.
+func TestNATSPasswordNeverPrinted(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{
+		"DATABASE_URL":           pgtest.URL(t),
+		"NATS_URL":               "nats://tether:hunter2-secret@127.0.0.1:1",
+		"TETHER_CONNECT_TIMEOUT": "300ms",
+		"TETHER_ADDR":            "127.0.0.1:0",
+		"TETHER_DATA_DIR":        t.TempDir(),
+	}
+	var stdout, stderr syncBuffer
+	err := run(context.Background(), nil, getenvFrom(env), &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
+		t.Fatalf("err = %v", err)
+	}
+	if all := err.Error() + stdout.String() + stderr.String(); strings.Contains(all, "hunter2") {
+		t.Fatalf("the NATS password was printed:\n%s", all)
 	}
 }
 

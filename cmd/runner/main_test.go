@@ -36,6 +36,7 @@ func TestRunRejectsBadSettings(t *testing.T) {
 		{"DATABASE_URL": "postgres://x", "TETHER_LEASE": "soon"},
 		{"DATABASE_URL": "postgres://x", "TETHER_RUNNER_CONCURRENCY": "0"},
 		{"DATABASE_URL": "postgres://x", "TETHER_ENGINE": "gpt-9"},
+		{"DATABASE_URL": "postgres://x", "TETHER_MAX_ATTEMPTS": "3.9"},
 	} {
 		err := run(context.Background(), nil, getenvFrom(env), &bytes.Buffer{}, &bytes.Buffer{})
 		if err == nil {
@@ -67,6 +68,12 @@ func TestRunFailsClearlyWithoutNATS(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "cannot reach NATS") {
 		t.Fatalf("err = %v", err)
 	}
+	env["NATS_URL"] = "nats://tether:hunter2-secret@127.0.0.1:1"
+	var stdout, stderr bytes.Buffer
+	err = run(context.Background(), nil, getenvFrom(env), &stdout, &stderr)
+	if err == nil || strings.Contains(err.Error()+stdout.String()+stderr.String(), "hunter2") {
+		t.Fatalf("the NATS password was printed: %v\n%s%s", err, &stdout, &stderr)
+	}
 }
 
 // The command end to end: it runs a submitted task to done, and a cancel
@@ -75,16 +82,19 @@ func TestRunRunsATask(t *testing.T) {
 	t.Parallel()
 	dbURL := pgtest.URL(t)
 	natsURL := natstest.Start(t)
-	env := map[string]string{"DATABASE_URL": dbURL, "NATS_URL": natsURL, "TETHER_RUNNER_ID": "cmd-test"}
+	// A NATS server without auth ignores a user and password; the banner
+	// must not print them.
+	withPassword := strings.Replace(natsURL, "nats://", "nats://tether:hunter2-secret@", 1)
+	env := map[string]string{"DATABASE_URL": dbURL, "NATS_URL": withPassword, "TETHER_RUNNER_ID": "cmd-test"}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	var runErr error
-	var stderr syncBuffer
+	var stdout, stderr syncBuffer
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		runErr = run(ctx, nil, getenvFrom(env), &bytes.Buffer{}, &stderr)
+		runErr = run(ctx, nil, getenvFrom(env), &stdout, &stderr)
 	}()
 
 	cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -128,6 +138,9 @@ func TestRunRunsATask(t *testing.T) {
 	wg.Wait()
 	if runErr != nil {
 		t.Fatalf("run: %v", runErr)
+	}
+	if out := stdout.String() + stderr.String(); !strings.Contains(out, "NATS nats://redacted@") || strings.Contains(out, "hunter2") {
+		t.Fatalf("banner and log:\n%s", out)
 	}
 }
 

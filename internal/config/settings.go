@@ -1,0 +1,168 @@
+package config
+
+import (
+	"log/slog"
+	"net/netip"
+	"time"
+)
+
+// Config holds every setting of the gateway and the runner, typed. Load
+// fills the fields of the component it loads for; the others keep their
+// zero values.
+type Config struct {
+	Addr           string
+	DatabaseURL    string
+	NATSURL        string
+	NATSListen     string
+	DataDir        string
+	AuthSecret     string
+	JWTAudience    string
+	JWTIssuer      string
+	SessionKey     string
+	SessionTTL     time.Duration
+	CursorKey      string
+	AllowedOrigins []string
+	TrustedProxies []netip.Prefix
+
+	Rate             float64
+	ConnRate         float64
+	MaxTabsPerUser   int
+	MaxSubscriptions int
+	MaxPending       int
+	QueueBytes       int
+	IdleTimeout      time.Duration
+	MaxRetries       int
+
+	Engine          string
+	RunnerID        string
+	Concurrency     int
+	ResultInlineMax int
+	DrainTimeout    time.Duration
+
+	IdempotencyTTL      time.Duration
+	PendingTimeout      time.Duration
+	Lease               time.Duration
+	MaxAttempts         int
+	ConnectTimeout      time.Duration
+	MaintenanceInterval time.Duration
+	LogLevel            slog.Level
+}
+
+// settings declares every setting once: its variable, flag, users, type
+// (through the parser bound to its field), default and meaning. The README's
+// configuration table is made from this list (TestReadmeTable holds them
+// equal), so a setting added here is documented there.
+func (c *Config) settings() []setting {
+	const both = Gateway | Runner
+	return []setting{
+		{env: "TETHER_ADDR", flag: "addr", users: Gateway, def: ":8080",
+			doc:   "HTTP and WebSocket listen address",
+			value: str(&c.Addr)},
+		{env: "DATABASE_URL", flag: "database-url", users: both, secret: true,
+			defDoc: "unset: `make run` starts a private Postgres (it prints where)",
+			doc:    "Postgres URL; required",
+			value:  str(&c.DatabaseURL)},
+		{env: "NATS_URL", flag: "nats-url", users: both, secret: true, runnerDef: "nats://127.0.0.1:4222",
+			defDoc: "gateway: embedded; runner: `nats://127.0.0.1:4222`",
+			doc:    "external NATS (a password in it is never printed)",
+			value:  str(&c.NATSURL)},
+		{env: "TETHER_NATS_LISTEN", flag: "nats-listen", users: Gateway, def: "127.0.0.1:4222",
+			doc:   "embedded NATS client address",
+			value: str(&c.NATSListen)},
+		{env: "TETHER_DATA_DIR", flag: "data-dir", users: Gateway, def: ".data",
+			doc:   "embedded JetStream storage, the anonymous session key",
+			value: str(&c.DataDir)},
+		{env: "TETHER_AUTH_SECRET", flag: "auth-secret", users: Gateway, secret: true,
+			defDoc: "unset: anonymous cookie mode (logged as a warning)",
+			doc:    "HS256 secret for JWTs (`sub`, numeric `exp`), at least 32 bytes",
+			value:  secretStr(&c.AuthSecret, 32)},
+		{env: "TETHER_JWT_AUDIENCE", flag: "jwt-audience", users: Gateway,
+			defDoc: "unset: not checked",
+			doc:    "a JWT's `aud` must contain this",
+			value:  str(&c.JWTAudience)},
+		{env: "TETHER_JWT_ISSUER", flag: "jwt-issuer", users: Gateway,
+			defDoc: "unset: not checked",
+			doc:    "a JWT's `iss` must equal this",
+			value:  str(&c.JWTIssuer)},
+		{env: "TETHER_SESSION_KEY", flag: "session-key", users: Gateway, secret: true,
+			defDoc: "a random key kept in `TETHER_DATA_DIR/session.key`",
+			doc:    "signs anonymous session cookies (at least 32 bytes); give every gateway the same one",
+			value:  secretStr(&c.SessionKey, 32)},
+		{env: "TETHER_SESSION_TTL", flag: "session-ttl", users: Gateway, def: "720h",
+			doc:   "an anonymous cookie expires this long after it was last renewed (renewed daily while used)",
+			value: duration(&c.SessionTTL)},
+		{env: "TETHER_CURSOR_KEY", flag: "cursor-key", users: Gateway, secret: true,
+			defDoc: "derived (HKDF) from `TETHER_AUTH_SECRET`, or from the session key in anonymous mode",
+			doc:    "signs page cursors; every gateway of one database needs the same",
+			value:  secretStr(&c.CursorKey, 32)},
+		{env: "TETHER_ALLOWED_ORIGINS", flag: "allowed-origins", users: Gateway,
+			defDoc: "the gateway's own host",
+			doc:    "comma-separated exact origins allowed for WebSocket upgrades and cookie writes",
+			value:  list(&c.AllowedOrigins)},
+		{env: "TETHER_TRUSTED_PROXIES", flag: "trusted-proxies", users: Gateway,
+			defDoc: "none",
+			doc:    "comma-separated CIDRs whose `X-Forwarded-For` / `X-Forwarded-Proto` are believed",
+			value:  prefixes(&c.TrustedProxies)},
+		{env: "TETHER_RATE", flag: "rate", users: Gateway, def: "20",
+			doc:   "client messages and HTTP requests per second per user (burst twice that); `0` = no limit",
+			value: float(&c.Rate, 0)},
+		{env: "TETHER_CONN_RATE", flag: "conn-rate", users: Gateway, def: "20",
+			doc:   "new connections per second per client IP (burst twice that); beyond it 429; `0` = no limit",
+			value: float(&c.ConnRate, 0)},
+		{env: "TETHER_MAX_TABS_PER_USER", flag: "max-tabs-per-user", users: Gateway, def: "64",
+			doc:   "open WebSocket and SSE connections per user on one gateway; beyond it 429",
+			value: integer(&c.MaxTabsPerUser, 1, 1<<20)},
+		{env: "TETHER_MAX_SUBSCRIPTIONS", flag: "max-subscriptions", users: Gateway, def: "256",
+			doc:   "tasks one tab may follow at once; beyond it `rate_limited`",
+			value: integer(&c.MaxSubscriptions, 1, 1<<20)},
+		{env: "TETHER_MAX_PENDING", flag: "max-pending", users: Gateway, def: "64",
+			doc:   "requests of one tab waiting or running (cancels included); beyond it `rate_limited`",
+			value: integer(&c.MaxPending, 1, 1<<16)},
+		{env: "TETHER_TAB_QUEUE_BYTES", flag: "tab-queue-bytes", users: Gateway, def: "4194304",
+			doc:   "bytes queued for one tab (or buffered for one of its subscriptions) before it is closed 1013 (at least 1 MiB)",
+			value: integer(&c.QueueBytes, 1<<20, 1<<30)},
+		{env: "TETHER_IDLE_TIMEOUT", flag: "idle-timeout", users: Gateway, def: "60s",
+			doc:   "an idle HTTP keep-alive connection is closed after this",
+			value: duration(&c.IdleTimeout)},
+		{env: "TETHER_MAX_RETRIES", flag: "max-retries", users: Gateway, def: "10",
+			doc:   "times a user may retry one failed task; beyond it `conflict`",
+			value: integer(&c.MaxRetries, 1, 1<<20)},
+		{env: "TETHER_ENGINE", flag: "engine", users: Runner, def: "demo",
+			doc:   "`demo` or `openai` ([docs/engines.md](docs/engines.md))",
+			value: str(&c.Engine)},
+		{env: "TETHER_IDEMPOTENCY_TTL", flag: "idempotency-ttl", users: both, def: "24h",
+			doc:   "how long a finished task's id stays taken",
+			value: duration(&c.IdempotencyTTL)},
+		{env: "TETHER_PENDING_TIMEOUT", flag: "pending-timeout", users: both, def: "60s",
+			doc:   "a task no runner claims this long fails with `no_runner`",
+			value: duration(&c.PendingTimeout)},
+		{env: "TETHER_LEASE", flag: "lease", users: both, def: "15s",
+			doc:   "a runner that stops heart-beating this long loses its task to another attempt",
+			value: duration(&c.Lease)},
+		{env: "TETHER_MAX_ATTEMPTS", flag: "max-attempts", users: both, def: "3",
+			doc:   "attempts before `runner_lost`",
+			value: integer(&c.MaxAttempts, 1, 1000)},
+		{env: "TETHER_RUNNER_CONCURRENCY", flag: "concurrency", users: Runner, def: "8",
+			doc:   "tasks one runner runs at once",
+			value: integer(&c.Concurrency, 1, 1<<16)},
+		{env: "TETHER_RUNNER_ID", flag: "id", users: Runner,
+			defDoc: "hostname-pid",
+			doc:    "the runner's name in leases and logs",
+			value:  str(&c.RunnerID)},
+		{env: "TETHER_RESULT_INLINE_MAX", flag: "result-inline-max", users: Runner, def: "1048576",
+			doc:   "bytes of output kept in the task; a larger finished answer moves to a stored result (`result_ref`, `GET /v1/results/{ref}`); `-1` = never",
+			value: integer(&c.ResultInlineMax, -1, 1<<30)},
+		{env: "TETHER_DRAIN_TIMEOUT", flag: "drain-timeout", users: Runner, def: "20s",
+			doc:   "on SIGTERM, how long running tasks may finish before they are left to another runner",
+			value: duration(&c.DrainTimeout)},
+		{env: "TETHER_CONNECT_TIMEOUT", flag: "connect-timeout", users: both, def: "30s",
+			doc:   "how long Postgres and NATS are retried at start before the process exits non-zero",
+			value: duration(&c.ConnectTimeout)},
+		{env: "TETHER_MAINTENANCE_INTERVAL", flag: "maintenance-interval", users: Runner, def: "1s",
+			doc:   "how often the runner's maintenance loop runs (the gateway's runs every second)",
+			value: duration(&c.MaintenanceInterval)},
+		{env: "TETHER_LOG_LEVEL", flag: "log-level", users: both, def: "info",
+			doc:   "`debug`, `info`, `warn`, `error`",
+			value: level(&c.LogLevel)},
+	}
+}
