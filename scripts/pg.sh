@@ -62,7 +62,7 @@ start() {
 	if [ "$(id -u)" = 0 ]; then
 		id postgres >/dev/null 2>&1 || die "the postgres system user is missing (it comes with the postgresql package)"
 		chown postgres "$dir"
-		runuser -u postgres -- test -w "$dir" || die "user postgres cannot write $dir (a parent directory is not searchable); set DATABASE_URL or move the project"
+		runuser -u postgres -- test -w "$dir" || die "user postgres cannot write $dir (a parent directory is not searchable); set TETHER_PG_DIR (make run) or DATABASE_URL"
 	fi
 	if [ ! -f "$dir/data/PG_VERSION" ]; then
 		as "$BIN/initdb" -D "$dir/data" -A trust -U postgres -E UTF8 --no-locale >"$dir/initdb.log" 2>&1 ||

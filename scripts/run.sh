@@ -1,17 +1,28 @@
 #!/usr/bin/env bash
-# `make run`: Postgres (a private cluster under .data/pg unless DATABASE_URL
-# is set), the gateway with embedded NATS (unless NATS_URL is set) and one
-# runner, each started again when it exits. Ctrl-C stops everything this
-# script started.
+# `make run`: Postgres (a private cluster unless DATABASE_URL is set), the
+# gateway with embedded NATS (unless NATS_URL is set) and one runner, each
+# started again when it exits. Ctrl-C stops everything this script started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .data
 
+# Where the private cluster lives: TETHER_PG_DIR if set; else .data/pg when
+# it already holds one or when we are not root; as root, a directory of this
+# checkout under /var/tmp, because the cluster runs as the postgres user,
+# who cannot enter a checkout under a private directory (root's home is mode
+# 700 on Debian, as is any mktemp -d).
+pg_dir() {
+	if [ -n "${TETHER_PG_DIR:-}" ]; then echo "$TETHER_PG_DIR"; return; fi
+	if [ -f .data/pg/data/PG_VERSION ] || [ "$(id -u)" != 0 ]; then echo .data/pg; return; fi
+	echo "/var/tmp/tether-pg-$(printf %s "$PWD" | sha256sum | cut -c1-12)"
+}
+
 started_pg=
 if [ -z "${DATABASE_URL:-}" ]; then
-	DATABASE_URL=$(scripts/pg.sh start .data/pg)
+	pgdir=$(pg_dir)
+	DATABASE_URL=$(scripts/pg.sh start "$pgdir")
 	started_pg=1
-	echo "run: Postgres at $DATABASE_URL (data in .data/pg)"
+	echo "run: Postgres at $DATABASE_URL (data in $pgdir; remove it to start afresh)"
 fi
 export DATABASE_URL
 
@@ -28,7 +39,7 @@ cleanup() {
 	for name in "${!pid_of[@]}"; do kill -TERM "${pid_of[$name]}" 2>/dev/null || true; done
 	for name in "${!pid_of[@]}"; do wait "${pid_of[$name]}" 2>/dev/null || true; done
 	rm -f .data/run/*.pid
-	if [ -n "$started_pg" ]; then scripts/pg.sh stop .data/pg || true; fi
+	if [ -n "$started_pg" ]; then scripts/pg.sh stop "$pgdir" || true; fi
 	echo "run: stopped"
 }
 trap cleanup EXIT
