@@ -35,9 +35,10 @@ ensure_bin() {
 	fi
 }
 
-# as runs a command as the cluster's owner: postgres when we are root.
+# as runs a command as the cluster's owner: postgres when we are root, from
+# / (it may not be allowed into the current directory; every path is absolute).
 as() {
-	if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+	if [ "$(id -u)" = 0 ]; then (cd / && runuser -u postgres -- "$@"); else "$@"; fi
 }
 
 port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
@@ -88,6 +89,7 @@ start() {
 stop() {
 	local dir=$1
 	[ -f "$dir/data/PG_VERSION" ] || return 0
+	dir=$(cd "$dir" && pwd)
 	ensure_bin
 	if as "$BIN/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
 		as "$BIN/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null
