@@ -88,7 +88,7 @@ func (l *Loop) Tick(ctx context.Context) {
 
 	expired, err := l.Store.ExpirePending(ctx)
 	if err != nil && ctx.Err() == nil {
-		log.Error("maintenance: expire pending tasks", "err", err)
+		failed(log, "maintenance: expire pending tasks", err)
 	}
 	for _, t := range expired {
 		log.Info("task failed: no runner", "task", t.ID, "attempt", t.Attempt, "seq", t.Seq)
@@ -97,7 +97,7 @@ func (l *Loop) Tick(ctx context.Context) {
 
 	handed, err := l.Store.ExpireLeases(ctx, l.fold)
 	if err != nil && ctx.Err() == nil {
-		log.Error("maintenance: expire leases", "err", err)
+		failed(log, "maintenance: expire leases", err)
 	}
 	for _, t := range handed {
 		log.Info("lease expired", "task", t.ID, "attempt", t.Attempt, "seq", t.Seq, "status", t.Status)
@@ -109,7 +109,7 @@ func (l *Loop) Tick(ctx context.Context) {
 
 	purged, err := l.Store.Purge(ctx)
 	if err != nil && ctx.Err() == nil {
-		log.Error("maintenance: purge finished tasks", "err", err)
+		failed(log, "maintenance: purge finished tasks", err)
 	}
 	if purged > 0 {
 		log.Info("purged finished tasks", "count", purged)
@@ -127,7 +127,7 @@ func (l *Loop) Tick(ctx context.Context) {
 
 	waiting, err := l.Store.Undispatched(ctx, cmp.Or(l.RedispatchAge, 5*time.Second))
 	if err != nil && ctx.Err() == nil {
-		log.Error("maintenance: find undispatched tasks", "err", err)
+		failed(log, "maintenance: find undispatched tasks", err)
 	}
 	for _, t := range waiting {
 		log.Debug("dispatching again", "task", t.ID, "attempt", t.Attempt)
@@ -173,4 +173,15 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// failed logs a failed step: a dependency that is down (task.CodeUnavailable,
+// a Postgres or NATS outage) as a warning, since the next round retries it
+// and nothing is wrong with Tether; anything else as an error.
+func failed(log *slog.Logger, what string, err error) {
+	if task.ErrorCode(err) == task.CodeUnavailable {
+		log.Warn(what+" (retried next round)", "err", err)
+		return
+	}
+	log.Error(what, "err", err)
 }

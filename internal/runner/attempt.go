@@ -94,6 +94,10 @@ type attempt struct {
 	snapshots  int          // SaveSnapshot calls, for the log
 	outages    int          // times the events were published again
 
+	// snapshotFailures counts SaveSnapshot failures in a row; only the
+	// snapshotter goroutine uses it.
+	snapshotFailures int
+
 	// quietAt is leaseUntil less the lease margin, in Unix nanoseconds:
 	// from then on the runner sends nothing (Runner.MaySend).
 	quietAt atomic.Int64

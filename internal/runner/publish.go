@@ -109,8 +109,18 @@ func (a *attempt) snapshot(onlyFull bool) {
 		a.stop(task.ErrFenced)
 		return
 	case err != nil:
-		a.log.Warn("save snapshot, will retry with the next batch", "seq", sn.Seq, "err", err)
+		// Retried with the next batch, every SnapshotInterval: during an
+		// outage, say so once.
+		if a.snapshotFailures++; a.snapshotFailures == 1 {
+			a.log.Warn("save snapshot, will retry with the next batch", "seq", sn.Seq, "err", err)
+		} else {
+			a.log.Debug("save snapshot failed again", "seq", sn.Seq, "failures", a.snapshotFailures, "err", err)
+		}
 		return
+	}
+	if a.snapshotFailures > 0 {
+		a.log.Info("snapshot saved after failures", "seq", sn.Seq, "failures", a.snapshotFailures)
+		a.snapshotFailures = 0
 	}
 	a.mu.Lock()
 	a.storedSeq = sn.Seq
