@@ -24,6 +24,7 @@ import (
 	"github.com/tether-dev/tether/internal/maintenance"
 	"github.com/tether-dev/tether/internal/natsbus"
 	"github.com/tether-dev/tether/internal/postgres"
+	"github.com/tether-dev/tether/internal/uploads"
 	"github.com/tether-dev/tether/internal/webui"
 )
 
@@ -89,12 +90,28 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	defer store.Close()
 
-	bus, err := natsbus.Connect(ctx, natsURL, natsbus.Config{Name: "tether-gateway", MaxElapsed: c.ConnectTimeout, Logger: log})
+	bus, err := natsbus.Connect(ctx, natsURL, natsbus.Config{Name: "tether-gateway", MaxElapsed: c.ConnectTimeout,
+		Replicas: c.NATSReplicas, Logger: log})
 	if err != nil {
 		// natsbus's errors name the URL without its password.
 		return err
 	}
 	defer bus.Close()
+
+	// Uploads keep their bytes in a directory of this gateway (see
+	// docs/deploy.md, "Uploads storage") and the rest in Postgres.
+	uploadDir := c.UploadDir
+	if uploadDir == "" {
+		uploadDir = filepath.Join(c.DataDir, "uploads")
+	}
+	blobs, err := uploads.NewDir(uploadDir)
+	if err != nil {
+		return err
+	}
+	ups, err := uploads.New(uploads.Config{MaxSize: int64(c.MaxUpload), TTL: c.UploadTTL, Logger: log}, store, blobs)
+	if err != nil {
+		return err
+	}
 
 	gw, err := gateway.New(gateway.Config{
 		AllowedOrigins:   c.AllowedOrigins,
@@ -111,6 +128,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		MaxPending:       c.MaxPending,
 		QueueBytes:       c.QueueBytes,
 		UI:               webui.Handler(),
+		Uploads:          ups,
 		Logger:           log,
 		Ready:            store.Ping,
 	}, store, natsgateway.New(bus))
@@ -127,7 +145,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	loopCtx, stopLoops := context.WithCancel(context.Background())
 	defer stopLoops()
-	loop := &maintenance.Loop{Store: store, Bus: bus, Logger: log}
+	loop := &maintenance.Loop{Store: store, Bus: bus, Uploads: ups, Logger: log}
 	loopDone := make(chan error, 1)
 	go func() { loopDone <- loop.Run(loopCtx) }()
 

@@ -14,6 +14,7 @@ type Config struct {
 	DatabaseURL    string
 	NATSURL        string
 	NATSListen     string
+	NATSReplicas   int
 	DataDir        string
 	AuthSecret     string
 	JWTAudience    string
@@ -32,6 +33,10 @@ type Config struct {
 	QueueBytes       int
 	IdleTimeout      time.Duration
 	MaxRetries       int
+
+	MaxUpload int
+	UploadDir string
+	UploadTTL time.Duration
 
 	Engine          string
 	RunnerID        string
@@ -69,6 +74,9 @@ func (c *Config) settings() []setting {
 		{env: "TETHER_NATS_LISTEN", flag: "nats-listen", users: Gateway, def: "127.0.0.1:4222",
 			doc:   "embedded NATS client address",
 			value: str(&c.NATSListen)},
+		{env: "TETHER_NATS_REPLICAS", flag: "nats-replicas", users: both, def: "1",
+			doc:   "servers of a NATS cluster that keep each stream: `3` for the cluster of `nats.conf` ([docs/deploy.md](docs/deploy.md))",
+			value: integer(&c.NATSReplicas, 1, 5)},
 		{env: "TETHER_DATA_DIR", flag: "data-dir", users: Gateway, def: ".data",
 			doc:   "embedded JetStream storage, the anonymous session key",
 			value: str(&c.DataDir)},
@@ -127,6 +135,16 @@ func (c *Config) settings() []setting {
 		{env: "TETHER_MAX_RETRIES", flag: "max-retries", users: Gateway, def: "10",
 			doc:   "times a user may retry one failed task; beyond it `conflict`",
 			value: integer(&c.MaxRetries, 1, 1<<20)},
+		{env: "TETHER_MAX_UPLOAD", flag: "max-upload", users: Gateway, def: "20971520",
+			doc:   "bytes of one upload (20 MiB); a larger `Upload-Length` is refused with 413 before a byte is stored",
+			value: integer(&c.MaxUpload, 1, 1<<40)},
+		{env: "TETHER_UPLOAD_DIR", flag: "upload-dir", users: Gateway,
+			defDoc: "`TETHER_DATA_DIR/uploads`",
+			doc:    "directory that keeps the bytes of uploads ([docs/deploy.md](docs/deploy.md#uploads-storage))",
+			value:  str(&c.UploadDir)},
+		{env: "TETHER_UPLOAD_TTL", flag: "upload-ttl", users: Gateway, def: "24h",
+			doc:   "an upload no message holds is removed, with its bytes, this long after its last byte arrived",
+			value: duration(&c.UploadTTL)},
 		{env: "TETHER_ENGINE", flag: "engine", users: Runner, def: "demo",
 			doc:   "`demo` or `openai` ([docs/engines.md](docs/engines.md))",
 			value: str(&c.Engine)},
