@@ -179,6 +179,9 @@ func (h *hub) catchUpAll() {
 	h.mu.Unlock()
 	for _, t := range topics {
 		t.mu.Lock()
+		// The recent events stop where the connection was lost: a follower
+		// must not take them for the whole story and skip the log.
+		t.recent, t.recentLen = t.recent[:0], 0
 		fs := t.followers
 		t.mu.Unlock()
 		for _, f := range fs {
