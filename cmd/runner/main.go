@@ -62,7 +62,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	// The bus exists before the runner whose leases gate its writes.
 	var gate atomic.Pointer[runner.Runner]
 	bus, err := natsbus.Connect(ctx, o.NATSURL, natsbus.Config{Name: "runner " + o.RunnerID,
-		MaxElapsed: o.ConnectTimeout, Logger: log, WriteGate: func() bool {
+		MaxElapsed: o.ConnectTimeout, Replicas: o.NATSReplicas, Logger: log, WriteGate: func() bool {
 			r := gate.Load()
 			return r == nil || r.MaySend()
 		}})
