@@ -2,6 +2,7 @@ package faults
 
 import (
 	"fmt"
+	"os"
 	"testing"
 	"time"
 )
@@ -32,6 +33,12 @@ func gatewayRestartTrial(t *testing.T, s *system) {
 		t.Fatal(err)
 	}
 	s.notef(t, "SIGKILLed %s (with its embedded NATS) at about 100 tokens", g.name)
+	if down := gatewayDown(t); down > 0 {
+		// The outage itself (a deploy that takes this long), not a wait
+		// for anything.
+		s.notef(t, "keeping %s down for %v", g.name, down)
+		time.Sleep(down)
+	}
 	if err := s.startGateway(g); err != nil {
 		t.Fatal(err)
 	}
@@ -43,4 +50,18 @@ func gatewayRestartTrial(t *testing.T, s *system) {
 	}
 	s.verify(t, a, expect{attempt: 1})
 	reportPauses(t, s, a, killAt, upAt, "the kill", "ready")
+}
+
+// gatewayDown is how long the gateway stays down before it is started again:
+// TETHER_FAULT_GATEWAY_DOWN (a Go duration), 0 by default (a restart).
+func gatewayDown(t *testing.T) time.Duration {
+	v := os.Getenv("TETHER_FAULT_GATEWAY_DOWN")
+	if v == "" {
+		return 0
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		t.Fatalf("TETHER_FAULT_GATEWAY_DOWN=%q is not a duration", v)
+	}
+	return d
 }
