@@ -39,14 +39,8 @@ type (
 	// startWire is a pending or running status event: it may be the first
 	// event of its attempt, so it carries the bytes the attempt kept.
 	startWire struct {
-		Type      task.EventType `json:"type"`
-		TaskID    string         `json:"task_id"`
-		Seq       int64          `json:"seq"`
-		Status    task.Status    `json:"status"`
-		Attempt   int            `json:"attempt"`
-		Error     *string        `json:"error"`
-		ResultRef *string        `json:"result_ref"`
-		Keep      int            `json:"keep"`
+		statusWire
+		Keep int `json:"keep"`
 	}
 	// otherWire is what an event of an unknown type encodes to; DecodeEvent
 	// refuses it. Only the three known types are ever made.
@@ -68,10 +62,11 @@ func EncodeEvent(e task.Event) []byte {
 	case task.EventProgress:
 		return encode(progressWire{e.Type, e.TaskID, e.Seq, e.Attempt, e.Progress, e.Stage})
 	case task.EventStatus:
+		status := statusWire{e.Type, e.TaskID, e.Seq, e.Status, e.Attempt, e.Error, e.ResultRef}
 		if e.StartsAttempt() {
-			return encode(startWire{e.Type, e.TaskID, e.Seq, e.Status, e.Attempt, e.Error, e.ResultRef, e.Keep})
+			return encode(startWire{status, e.Keep})
 		}
-		return encode(statusWire{e.Type, e.TaskID, e.Seq, e.Status, e.Attempt, e.Error, e.ResultRef})
+		return encode(status)
 	}
 	return encode(otherWire{e.Type, e.TaskID, e.Seq, e.Attempt})
 }

@@ -181,13 +181,10 @@ func (s *cutOffStore) Heartbeat(ctx context.Context, taskID string, attempt int)
 	return s.Store.Heartbeat(ctx, taskID, attempt)
 }
 
-// A runner that cannot renew its lease goes quiet on its own before the
-// lease runs out: MaySend, the bus's write gate, shuts (so nothing the NATS
-// client buffered leaves) and the engine's next write waits, paused. When no
-// heartbeat has succeeded for a lease past the lease's end, the write is
-// refused, the attempt ends without a word, and the gate opens again.
-func TestRunnerCutOffFromPostgresGoesQuiet(t *testing.T) {
-	t.Parallel()
+// startCutOff runs a runner with its own clock and a store that can be cut
+// off, on a step engine that has written "before " to a task.
+func startCutOff(t *testing.T) (*env, *runner.Runner, *fakeClock, *stepEngine, *cutOffStore, task.Task) {
+	t.Helper()
 	e := setup(t)
 	clock := &fakeClock{now: time.Now()}
 	eng := newStepEngine()
@@ -198,12 +195,23 @@ func TestRunnerCutOffFromPostgresGoesQuiet(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 	go func() { _ = r.Run(ctx) }()
 	tk := e.submit("step")
 	recv(t, "the attempt to start", eng.started)
 	eng.steps <- "before "
 	waitFor(t, "the first delta in the log", func() bool { return len(e.log(tk.ID)) == 2 })
+	return e, r, clock, eng, store, tk
+}
+
+// A runner that cannot renew its lease goes quiet on its own before the
+// lease runs out: MaySend, the bus's write gate, shuts (so nothing the NATS
+// client buffered leaves) and the engine's next write waits, paused. When no
+// heartbeat has succeeded for a lease past the lease's end, the write is
+// refused, the attempt ends without a word, and the gate opens again.
+func TestRunnerCutOffFromPostgresGoesQuiet(t *testing.T) {
+	t.Parallel()
+	e, r, clock, eng, store, tk := startCutOff(t)
 	if !r.MaySend() {
 		t.Fatal("a runner holding its lease may not send")
 	}
@@ -240,22 +248,7 @@ func TestRunnerCutOffFromPostgresGoesQuiet(t *testing.T) {
 // the answer ends on attempt 1 with nothing lost or doubled.
 func TestRunnerPausedByAnOutageResumes(t *testing.T) {
 	t.Parallel()
-	e := setup(t)
-	clock := &fakeClock{now: time.Now()}
-	eng := newStepEngine()
-	store := &cutOffStore{Store: e.store}
-	r, err := runner.New(runner.Config{ID: "r1", Engine: eng, Lease: testLease, Now: clock.Now},
-		store, natsrunner.New(e.bus))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = r.Run(ctx) }()
-	tk := e.submit("step")
-	recv(t, "the attempt to start", eng.started)
-	eng.steps <- "before "
-	waitFor(t, "the first delta in the log", func() bool { return len(e.log(tk.ID)) == 2 })
+	e, r, clock, eng, store, tk := startCutOff(t)
 
 	store.cut.Store(true)
 	clock.Advance(testLease * 9 / 10) // past the quiet point, not past the lease
