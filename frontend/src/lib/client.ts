@@ -5,7 +5,7 @@ import { Emitter } from './emitter';
 import { TetherError } from './errors';
 import { addLocal, localPair, mergeNewest, mergeOlder, type ChatMessage } from './history';
 import { browserPlatform, sameOriginWsUrl, type Platform } from './platform';
-import { isActive, isTerminal, Limits, Paths, type Task, type TaskChangedEvent } from './protocol';
+import { isActive, isTerminal, Limits, Paths, type Attachment, type Task, type TaskChangedEvent } from './protocol';
 import { clearsPointer, decideRestore, type Lookup, type PendingSubmit } from './restore';
 import { Pointers, type KeyValue } from './storage';
 import { Subscriptions } from './subscription';
@@ -303,9 +303,10 @@ export class TetherClient {
    * task, the submit itself) are stored before anything is sent; the user
    * message and an assistant placeholder show at once. If the connection is
    * down the submit waits for it, and after any reconnect it is sent again
-   * with the same id until the server confirms it.
+   * with the same id until the server confirms it. attachments are finished
+   * uploads (see Uploads) that the message carries, in order.
    */
-  submit(content: string, conversationId: string = this.convId): string {
+  submit(content: string, conversationId: string = this.convId, attachments: Attachment[] = []): string {
     if (content.trim() === '') throw new Error('empty message');
     if (new TextEncoder().encode(content).length > Limits.maxContentBytes) {
       throw new Error(`message longer than ${Limits.maxContentBytes} bytes`);
@@ -314,7 +315,7 @@ export class TetherClient {
       throw new Error('an answer is still being generated in this conversation');
     }
     const id = this.uuid();
-    const submit: PendingSubmit = { task_id: id, conversation_id: conversationId, content };
+    const submit: PendingSubmit = { task_id: id, conversation_id: conversationId, content, ...(attachments.length ? { attachments } : {}) };
     this.pointers.recordSubmit(submit);
     this.setTask(id, { ...newState(id, conversationId), content, sending: true });
     this.rememberSubmit(submit, false);
@@ -357,7 +358,9 @@ export class TetherClient {
     const content = s?.content ?? userMsg?.content ?? s?.task?.input;
     const conv = s?.conversation_id ?? userMsg?.conversation_id ?? this.convId;
     if (!content) throw new Error('nothing to retry');
-    const submit: PendingSubmit = { task_id: taskId, conversation_id: conv, content };
+    // The same attachments, or the server would see another submit (conflict).
+    const attachments = s?.attachments ?? userMsg?.attachments ?? [];
+    const submit: PendingSubmit = { task_id: taskId, conversation_id: conv, content, ...(attachments.length ? { attachments } : {}) };
     this.pointers.recordSubmit(submit);
     const st = s ?? newState(taskId, conv);
     st.content = content;
@@ -585,7 +588,7 @@ export class TetherClient {
     s.localError = undefined;
     if (m.kind === 'retry') s.task = undefined;
     if (!s.task) s.sending = true;
-    this.rememberSubmit({ task_id: m.task_id, conversation_id: m.conversation_id, content: m.content }, true);
+    this.rememberSubmit({ task_id: m.task_id, conversation_id: m.conversation_id, content: m.content, ...(m.attachments?.length ? { attachments: m.attachments } : {}) }, true);
     // Subscribe; if it has not reached the server yet, the shared pending record makes
     // this tab send the same submit (same id), which the server deduplicates.
     const sub = this.subscriptions.get(m.task_id);
@@ -596,9 +599,11 @@ export class TetherClient {
   /** Shows a submit's local echo (if its conversation is open) and marks its conversation running. */
   private rememberSubmit(p: PendingSubmit, fromStore: boolean): void {
     if (!this.tasks.has(p.task_id)) this.setTask(p.task_id, { ...newState(p.task_id, p.conversation_id), content: p.content, sending: true });
+    const st = this.tasks.get(p.task_id);
+    if (st && p.attachments?.length) st.attachments = p.attachments;
     const now = nowISO(this.platform);
     if (p.conversation_id === this.convId) {
-      this.messages = addLocal(this.messages, localPair(p.task_id, p.conversation_id, p.content, now));
+      this.messages = addLocal(this.messages, localPair(p.task_id, p.conversation_id, p.content, now, p.attachments));
     }
     const existing = this.convList.find((c) => c.id === p.conversation_id);
     if (!fromStore || !existing || existing.active_task_id !== p.task_id) {

@@ -1,4 +1,4 @@
-import type { Message } from './protocol';
+import type { Attachment, Message } from './protocol';
 
 /**
  * Message lists of a conversation, merged from history pages and local
@@ -24,9 +24,9 @@ export function localAssistantId(taskId: string): string {
 }
 
 /** The user message and assistant placeholder a submit shows at once. */
-export function localPair(taskId: string, conversationId: string, content: string, now: string): ChatMessage[] {
+export function localPair(taskId: string, conversationId: string, content: string, now: string, attachments: Attachment[] = []): ChatMessage[] {
   return [
-    { id: localUserId(taskId), conversation_id: conversationId, role: 'user', content, task_id: taskId, status: null, created_at: now, local: true },
+    { id: localUserId(taskId), conversation_id: conversationId, role: 'user', content, task_id: taskId, status: null, created_at: now, local: true, attachments },
     { id: localAssistantId(taskId), conversation_id: conversationId, role: 'assistant', content: '', task_id: taskId, status: 'generating', created_at: now, local: true },
   ];
 }

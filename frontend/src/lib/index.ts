@@ -19,5 +19,29 @@ export { Pointers, StorageKeys, type KeyValue, type ActivePointer } from './stor
 export { browserTabChannel, storageTabChannel, type TabChannel, type SyncMessage } from './tabsync';
 export { browserPlatform, sameOriginWsUrl, type Platform, type SocketLike } from './platform';
 export { TetherError, NotConnectedError } from './errors';
+export {
+  Uploads,
+  uploadIdOf,
+  parseDrafts,
+  attachmentsOf,
+  errorAction,
+  uploadErrorText,
+  formatBytes,
+  retryDelay,
+  uploadsEndpoint,
+  uploadsStorageKey,
+  type DraftUpload,
+  type DraftView,
+  type UploadState,
+  type UploadTransport,
+  type TransportOptions,
+  type TransportError,
+  type TransportHandle,
+  type FileVault,
+  type Locks,
+  type UploadPlatform,
+  type UploadsOptions,
+} from './uploads';
+export { browserFileVault, memoryFileVault, browserLocks, browserUploadPlatform, listenDrafts } from './uploads-browser';
 export { randomUUID } from './uuid';
 export * from './protocol';

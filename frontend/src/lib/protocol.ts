@@ -48,6 +48,16 @@ export type Role = 'user' | 'assistant';
 /** Status of an assistant message; null for user messages. */
 export type MessageStatus = 'generating' | 'done' | 'failed' | 'cancelled';
 
+/** An upload as a message carries it (PROTOCOL.md section 10). */
+export interface Attachment {
+  id: string;
+  name: string;
+  /** Bytes. */
+  size: number;
+  /** Media type, e.g. text/plain. */
+  type: string;
+}
+
 /** Message object of PROTOCOL.md section 2. */
 export interface Message {
   id: string;
@@ -57,6 +67,8 @@ export interface Message {
   task_id: string | null;
   status: MessageStatus | null;
   created_at: string;
+  /** The uploads a user message carries, in order ([] for others; absent from an older server). */
+  attachments?: Attachment[];
 }
 
 /** Conversation object of PROTOCOL.md section 2. */
@@ -90,6 +102,8 @@ export interface SubmitRequest {
   task_id: string;
   conversation_id: string;
   content: string;
+  /** Finished upload ids, in order; part of the submit's identity. */
+  attachments?: string[];
 }
 export interface SubscribeRequest {
   type: 'subscribe';
@@ -266,6 +280,8 @@ export const Limits = {
   maxReqBytes: 64,
   defaultPage: 50,
   maxPage: 200,
+  /** Attachments one message may carry. */
+  maxAttachments: 10,
 } as const;
 
 /** Paths on the gateway's origin. */
@@ -273,4 +289,6 @@ export const Paths = {
   ws: '/v1/ws',
   tasks: '/v1/tasks',
   conversations: '/v1/conversations',
+  /** The tus endpoint; an upload is /v1/uploads/{id} (GET downloads it). */
+  uploads: '/v1/uploads/',
 } as const;

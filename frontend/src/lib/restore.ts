@@ -1,10 +1,12 @@
-import type { Task } from './protocol';
+import type { Attachment, Task } from './protocol';
 
 /** A submit written to storage before it was sent, so it can be sent again with the same id. */
 export interface PendingSubmit {
   task_id: string;
   conversation_id: string;
   content: string;
+  /** Finished uploads it attaches, in order: part of its identity, so a re-send carries the same. */
+  attachments?: Attachment[];
 }
 
 /** What the server said about a stored task id. */

@@ -1,3 +1,4 @@
+import type { Attachment } from './protocol';
 import type { PendingSubmit } from './restore';
 
 /** The part of the Web Storage API the client uses (localStorage, or a fake in tests). */
@@ -97,7 +98,12 @@ export class Pointers {
   pending(): PendingSubmit[] {
     const list = this.json<PendingSubmit[]>(StorageKeys.pending);
     if (!Array.isArray(list)) return [];
-    return list.filter((p) => p && typeof p.task_id === 'string' && typeof p.conversation_id === 'string' && typeof p.content === 'string');
+    return list
+      .filter((p) => p && typeof p.task_id === 'string' && typeof p.conversation_id === 'string' && typeof p.content === 'string')
+      .map((p) => {
+        const attachments = validAttachments(p.attachments);
+        return attachments.length ? { ...p, attachments } : { task_id: p.task_id, conversation_id: p.conversation_id, content: p.content };
+      });
   }
 
   pendingFor(taskId: string): PendingSubmit | undefined {
@@ -119,8 +125,17 @@ export class Pointers {
   recordSubmit(s: PendingSubmit): void {
     this.setConversation(s.conversation_id);
     const rest = this.pending().filter((p) => p.task_id !== s.task_id);
-    rest.push({ task_id: s.task_id, conversation_id: s.conversation_id, content: s.content });
+    const attachments = validAttachments(s.attachments);
+    rest.push({ task_id: s.task_id, conversation_id: s.conversation_id, content: s.content, ...(attachments.length ? { attachments } : {}) });
     this.set(StorageKeys.pending, JSON.stringify(rest.slice(-maxPending)));
     this.setActive({ task_id: s.task_id, conversation_id: s.conversation_id });
   }
+}
+
+/** The well-formed attachments of a stored submit (they may come from an older page). */
+export function validAttachments(v: unknown): Attachment[] {
+  if (!Array.isArray(v)) return [];
+  return v
+    .filter((a) => a && typeof a.id === 'string' && typeof a.name === 'string' && Number.isSafeInteger(a.size) && typeof a.type === 'string')
+    .map((a: Attachment) => ({ id: a.id, name: a.name, size: a.size, type: a.type }));
 }

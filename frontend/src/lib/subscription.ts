@@ -139,8 +139,9 @@ export class Subscriptions {
     const gen = ++sub.generation;
     this.setState(sub, 'subscribing', reason);
     const during = sub.submit ? 'submit' : 'subscribe';
+    const atts = sub.submit?.attachments?.map((a) => a.id) ?? [];
     const msg = sub.submit
-      ? ({ type: 'submit', task_id: sub.id, conversation_id: sub.submit.conversation_id, content: sub.submit.content } as const)
+      ? ({ type: 'submit', task_id: sub.id, conversation_id: sub.submit.conversation_id, content: sub.submit.content, ...(atts.length ? { attachments: atts } : {}) } as const)
       : ({ type: 'subscribe', task_id: sub.id } as const);
     this.conn.send(msg, {
       onReply: (reply) => {

@@ -1,3 +1,4 @@
+import type { Attachment } from './protocol';
 import type { KeyValue } from './storage';
 
 /**
@@ -6,9 +7,9 @@ import type { KeyValue } from './storage';
  * at all, while they are disconnected).
  */
 export type SyncMessage =
-  | { kind: 'submit'; task_id: string; conversation_id: string; content: string }
+  | { kind: 'submit'; task_id: string; conversation_id: string; content: string; attachments?: Attachment[] }
   | { kind: 'cancel'; task_id: string }
-  | { kind: 'retry'; task_id: string; conversation_id: string; content: string };
+  | { kind: 'retry'; task_id: string; conversation_id: string; content: string; attachments?: Attachment[] };
 
 /** A channel between the tabs of one browser. */
 export interface TabChannel {

@@ -1,5 +1,5 @@
 import type { ChatMessage } from './history';
-import { isTerminal, type MessageStatus, type Role, type Task, type TaskStatus } from './protocol';
+import { isTerminal, type Attachment, type MessageStatus, type Role, type Task, type TaskStatus } from './protocol';
 
 /** What a tab knows about one task beyond the message list. */
 export interface TaskState {
@@ -7,6 +7,8 @@ export interface TaskState {
   conversation_id: string;
   /** The user's text, kept for a retry with the same id. */
   content: string | undefined;
+  /** The uploads the submit attached, kept for a retry with the same id (part of its identity). */
+  attachments?: Attachment[];
   /** The latest snapshot, with every stream event applied since. */
   task: Task | undefined;
   /** A submit (or retry) sent but not yet confirmed. */
@@ -48,6 +50,8 @@ export interface ViewMessage {
   canCancel: boolean;
   canRetry: boolean;
   result_ref: string | null;
+  /** The files a user message carries ([] for answers). */
+  attachments: Attachment[];
 }
 
 export function messageStatus(s: TaskStatus): MessageStatus {
@@ -84,6 +88,7 @@ export function buildMessages(messages: ChatMessage[], tasks: ReadonlyMap<string
       canCancel: false,
       canRetry: false,
       result_ref: null,
+      attachments: m.attachments ?? (m.role === 'user' ? (s?.attachments ?? []) : []),
     };
     if (m.role !== 'assistant') {
       v.sending = !!m.local && (s ? s.sending : true);
