@@ -1,4 +1,4 @@
-import { TetherClient, type ConversationItem, type ConversationView } from '../lib';
+import { TetherClient, type ConversationItem, type ConversationView, type Uploads } from '../lib';
 import { Composer } from './composer';
 import { h, text } from './dom';
 import { Indicator } from './indicator';
@@ -6,11 +6,11 @@ import { MessageList } from './messages';
 import { Sidebar } from './sidebar';
 
 /**
- * The chat UI: a thin layer that renders what the client says and forwards
- * what the user does. It holds no state of its own that matters after a
- * reload.
+ * The chat UI: a thin layer that renders what the client and the upload
+ * manager say and forwards what the user does. It holds no state of its own
+ * that matters after a reload.
  */
-export function mountApp(root: HTMLElement, client: TetherClient): void {
+export function mountApp(root: HTMLElement, client: TetherClient, uploads: Uploads): void {
   let view: ConversationView = client.view();
   let list: ConversationItem[] = client.conversations;
 
@@ -38,14 +38,31 @@ export function mountApp(root: HTMLElement, client: TetherClient): void {
     },
     older: () => void client.loadOlder(),
   });
-  const composer = new Composer((value) => {
-    try {
-      client.submit(value);
-      return true;
-    } catch (err) {
-      toast(err instanceof Error ? err.message : String(err));
-      return false;
-    }
+  const composer = new Composer({
+    send: (value) => {
+      const conv = client.conversationId;
+      const attachments = uploads.ready(conv);
+      if (attachments === null) {
+        toast('Wait for the files to finish uploading.');
+        return false;
+      }
+      try {
+        // The submit, with its attachments, is stored before the composer
+        // lets go of them: a reload in between loses neither.
+        client.submit(value, conv, attachments);
+        uploads.take(conv);
+        return true;
+      } catch (err) {
+        toast(err instanceof Error ? err.message : String(err));
+        return false;
+      }
+    },
+    attach: (files) => {
+      for (const problem of uploads.add(client.conversationId, files)) toast(problem);
+    },
+    pause: (key) => uploads.pause(key),
+    resume: (key) => uploads.resume(key),
+    remove: (key) => uploads.remove(key),
   });
   const indicator = new Indicator(() => Date.now(), () => client.connection.reconnectNow());
   const menu = h('button', { type: 'button', class: 'menu-button', 'aria-label': 'Show conversations', 'aria-controls': 'sidebar', 'data-testid': 'menu-button' }, h('span', { 'aria-hidden': 'true' }, '☰'));
@@ -77,8 +94,21 @@ export function mountApp(root: HTMLElement, client: TetherClient): void {
   }
 
   client.events.on('connection', (s) => indicator.update(s));
+  // Upload progress comes in bursts: draw the chips at most once a frame.
+  let chipsFrame = 0;
+  const renderDrafts = () => {
+    if (chipsFrame) return;
+    chipsFrame = requestAnimationFrame(() => {
+      chipsFrame = 0;
+      composer.setDrafts(uploads.list(view.id));
+    });
+  };
+  uploads.events.on('change', renderDrafts);
+
   client.events.on('view', (v) => {
+    const switched = v.id !== view.id;
     view = v;
+    if (switched) composer.setDrafts(uploads.list(v.id));
     messages.render(v);
     composer.setBusy(v.busy);
     sidebar.render(list, v.id, client.hasOlderConversations);
@@ -94,5 +124,6 @@ export function mountApp(root: HTMLElement, client: TetherClient): void {
   indicator.update(client.state);
   messages.render(view);
   composer.setBusy(view.busy);
+  composer.setDrafts(uploads.list(view.id));
   sidebar.render(list, view.id, false);
 }

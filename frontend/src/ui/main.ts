@@ -1,6 +1,18 @@
-import { Paths, TetherClient } from '../lib';
+import {
+  browserFileVault,
+  browserLocks,
+  browserUploadPlatform,
+  listenDrafts,
+  memoryFileVault,
+  Paths,
+  randomUUID,
+  TetherClient,
+  Uploads,
+  uploadsEndpoint,
+} from '../lib';
 import { mountApp } from './app';
 import './styles.css';
+import { fetchMaxSize, tusTransport } from './tus-transport';
 
 /**
  * Entry point. The page itself was the first HTTP request, so the gateway has
@@ -12,7 +24,29 @@ const client = new TetherClient({
     await fetch(`${Paths.conversations}?limit=1`, { credentials: 'same-origin', cache: 'no-store' }).catch(() => undefined);
   },
 });
-mountApp(document.getElementById('app')!, client);
+const endpoint = uploadsEndpoint();
+const uploads = new Uploads({
+  storage: localStorageOrNull(),
+  vault: browserFileVault() ?? memoryFileVault(),
+  transport: tusTransport,
+  locks: browserLocks(),
+  platform: browserUploadPlatform(),
+  uuid: randomUUID,
+  endpoint,
+  listen: listenDrafts,
+});
+mountApp(document.getElementById('app')!, client, uploads);
 void client.start();
+uploads.start();
+void fetchMaxSize(endpoint).then((n) => uploads.setMaxSize(n));
 // For end-to-end tests and debugging in the console.
-(window as unknown as { tether: TetherClient }).tether = client;
+(window as unknown as { tether: TetherClient; tetherUploads: Uploads }).tether = client;
+(window as unknown as { tetherUploads: Uploads }).tetherUploads = uploads;
+
+function localStorageOrNull(): Storage | null {
+  try {
+    return globalThis.localStorage ?? null;
+  } catch {
+    return null; // access denied (some private modes)
+  }
+}

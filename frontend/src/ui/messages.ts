@@ -1,8 +1,12 @@
-import type { ConversationView, ViewMessage } from '../lib';
+import { formatBytes, Paths, type Attachment, type ConversationView, type ViewMessage } from '../lib';
 import { attr, h, text } from './dom';
+import { icon } from './icons';
 
 interface Row {
   el: HTMLElement;
+  files: HTMLElement;
+  /** The attachments the chips show, to redraw them only when they change. */
+  filesKey: string;
   body: HTMLElement;
   meta: HTMLElement;
   resumed: HTMLElement;
@@ -110,8 +114,9 @@ export class MessageList {
     const cancel = h('button', { type: 'button', class: 'button subtle', 'data-action': 'cancel', 'data-testid': 'cancel-button', hidden: true }, 'Stop');
     const retry = h('button', { type: 'button', class: 'button', 'data-action': 'retry', 'data-testid': 'retry-button', hidden: true }, 'Retry');
     const actions = h('div', { class: 'actions' }, cancel, retry);
-    const el = h('article', { class: 'message', 'data-testid': 'message', 'data-key': key }, body, bar, error, h('div', { class: 'footer' }, meta, resumed, actions));
-    return { el, body, meta, resumed, bar, fill, error, cancel, retry };
+    const files = h('div', { class: 'attachments', 'data-testid': 'message-attachments', hidden: true });
+    const el = h('article', { class: 'message', 'data-testid': 'message', 'data-key': key }, files, body, bar, error, h('div', { class: 'footer' }, meta, resumed, actions));
+    return { el, files, filesKey: '', body, meta, resumed, bar, fill, error, cancel, retry };
   }
 
   private patch(r: Row, m: ViewMessage): void {
@@ -124,6 +129,12 @@ export class MessageList {
     attr(r.el, 'aria-label', m.role === 'user' ? 'You' : 'Assistant');
     const generating = m.status === 'generating';
     text(r.body, m.content);
+    const filesKey = m.attachments.map((a) => a.id).join(',');
+    if (filesKey !== r.filesKey) {
+      r.filesKey = filesKey;
+      r.files.replaceChildren(...m.attachments.map(attachmentChip));
+      r.files.hidden = m.attachments.length === 0;
+    }
     r.body.classList.toggle('streaming', generating);
     r.body.classList.toggle('waiting', generating && m.content === '');
     // The bar shows from the first snapshot on, starting at its value, never at 0 by default.
@@ -172,4 +183,15 @@ function errorText(code: string): string {
     default:
       return code;
   }
+}
+
+/** A sent file: a link that downloads it (the server sends it as an attachment, with its name). */
+function attachmentChip(a: Attachment): HTMLElement {
+  return h(
+    'a',
+    { class: 'chip', href: `${Paths.uploads}${encodeURIComponent(a.id)}`, download: a.name, title: `Download ${a.name}`, 'data-testid': 'attachment-chip', 'data-id': a.id },
+    icon('file'),
+    h('span', { class: 'chip-name' }, a.name),
+    h('span', { class: 'chip-size' }, formatBytes(a.size)),
+  );
 }

@@ -1,0 +1,32 @@
+/** The few icons the UI draws: inline SVG in the text colour, hidden from screen readers. */
+const paths: Record<string, string> = {
+  clip: 'M21 11.5l-8.6 8.6a5.5 5.5 0 0 1-7.8-7.8l9.2-9.2a3.7 3.7 0 0 1 5.2 5.2l-9.2 9.2a1.8 1.8 0 0 1-2.6-2.6l8.5-8.5',
+  close: 'M6 6l12 12M18 6L6 18',
+  file: 'M14 3H7a2 2 0 0 0-2 2v14a2 2 0 0 0 2 2h10a2 2 0 0 0 2-2V8zM14 3v5h5',
+  pause: 'M9 6v12M15 6v12',
+  play: 'M8 5.5v13l10-6.5z',
+  retry: 'M20 12a8 8 0 1 1-2.3-5.7M20 4v4.5h-4.5',
+  download: 'M12 4v11m0 0l-4.5-4.5M12 15l4.5-4.5M5 19h14',
+};
+
+export type IconName = keyof typeof paths;
+
+export function icon(name: IconName): SVGSVGElement {
+  const ns = 'http://www.w3.org/2000/svg';
+  const svg = document.createElementNS(ns, 'svg');
+  svg.setAttribute('viewBox', '0 0 24 24');
+  svg.setAttribute('width', '18');
+  svg.setAttribute('height', '18');
+  svg.setAttribute('fill', 'none');
+  svg.setAttribute('stroke', 'currentColor');
+  svg.setAttribute('stroke-width', '1.8');
+  svg.setAttribute('stroke-linecap', 'round');
+  svg.setAttribute('stroke-linejoin', 'round');
+  svg.setAttribute('aria-hidden', 'true');
+  svg.setAttribute('class', `icon icon-${name}`);
+  const p = document.createElementNS(ns, 'path');
+  p.setAttribute('d', paths[name]!);
+  if (name === 'play') p.setAttribute('fill', 'currentColor');
+  svg.append(p);
+  return svg;
+}
