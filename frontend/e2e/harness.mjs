@@ -414,6 +414,27 @@ export async function send(page, text) {
   return (await active.jsonValue()).task_id;
 }
 
+/**
+ * Types a message, presses Enter and returns the task id of the user
+ * message it shows. Unlike send, it does not watch the active pointer,
+ * which an answer that finishes at once (the demo's /attachments) may set
+ * and clear between two polls.
+ */
+export async function sendShown(page, text) {
+  const before = await page.locator(sel.user).count();
+  await page.fill(sel.input, text);
+  await page.press(sel.input, 'Enter');
+  const id = await page.waitForFunction(
+    (n) => {
+      const els = document.querySelectorAll('[data-testid="message"][data-role="user"]');
+      return els.length > n ? els[els.length - 1].getAttribute('data-task-id') : null;
+    },
+    before,
+    { timeout: T.short },
+  );
+  return id.jsonValue();
+}
+
 export function assistantOf(page, taskId) {
   return page.locator(`${sel.assistant}[data-task-id="${taskId}"]`);
 }
@@ -624,4 +645,83 @@ function wsFrames(buf) {
   }
   if (i < buf.length) frames.push({ opcode: -1, bytes: buf.subarray(i) });
   return frames;
+}
+
+// ---- a slow uplink --------------------------------------------------------------
+
+/**
+ * A TCP proxy to the gateway that passes what the browser sends at most
+ * upBytesPerSec (answers pass at full speed), so a multi-megabyte upload
+ * takes long enough for a pause, a closed tab or a lost network to land in
+ * the middle of it. When the browser closes a connection (a reload, an
+ * abort, a closed tab), what the proxy still held for the gateway is lost,
+ * as on a real network, and the gateway sees its request end early.
+ * forwarded() counts the bytes that reached the gateway, which is how far an
+ * upload really is (the browser counts what left it, and the proxy's
+ * buffers run ahead of the gateway).
+ */
+export async function startThrottleProxy(targetPort, { upBytesPerSec }) {
+  const conns = new Set();
+  let forwarded = 0;
+  const tickMs = 20;
+  const perTick = Math.max(1, Math.floor((upBytesPerSec * tickMs) / 1000));
+  const server = net.createServer((client) => {
+    const upstream = net.connect(targetPort, '127.0.0.1');
+    const queue = [];
+    let queued = 0;
+    let ended = false;
+    const c = {
+      destroy() {
+        clearInterval(timer);
+        client.destroy();
+        upstream.destroy();
+        conns.delete(c);
+      },
+    };
+    conns.add(c);
+    upstream.pipe(client);
+    client.on('data', (b) => {
+      queue.push(b);
+      queued += b.length;
+      if (queued > perTick * 8) client.pause();
+    });
+    const timer = setInterval(() => {
+      let budget = perTick;
+      while (budget > 0 && queue.length) {
+        const b = queue[0];
+        const n = Math.min(b.length, budget);
+        upstream.write(n === b.length ? b : b.subarray(0, n));
+        if (n === b.length) queue.shift();
+        else queue[0] = b.subarray(n);
+        forwarded += n;
+        queued -= n;
+        budget -= n;
+      }
+      if (queued <= perTick * 8) client.resume();
+      if (ended && queue.length === 0) {
+        clearInterval(timer);
+        upstream.end();
+      }
+    }, tickMs);
+    client.on('end', () => (ended = true));
+    client.on('close', () => c.destroy());
+    upstream.on('close', () => c.destroy());
+    client.on('error', () => undefined);
+    upstream.on('error', () => undefined);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    port: server.address().port,
+    /** Bytes passed on to the gateway so far. */
+    forwarded: () => forwarded,
+    /** Drops every open connection at once, as a network that goes away does. */
+    cut() {
+      for (const c of [...conns]) c.destroy();
+    },
+    async close() {
+      for (const c of [...conns]) c.destroy();
+      server.close();
+    },
+  };
 }
