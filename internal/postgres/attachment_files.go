@@ -37,7 +37,8 @@ const attachmentFiles = `
 // task (task.RunnerStore): its own message's and those of the limit
 // messages before it, oldest first, with the text of text files while
 // textBudget bytes allow, newest first.
-func (s *Store) Attachments(ctx context.Context, taskID string, limit, textBudget int) ([]task.AttachmentFile, error) {
+func (s *Store) Attachments(ctx context.Context, taskID string, limit, textBudget int) (_ []task.AttachmentFile, err error) {
+	defer classify(&err)
 	id, err := parseID("task id", taskID)
 	if err != nil {
 		return nil, err

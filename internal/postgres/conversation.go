@@ -17,7 +17,8 @@ import (
 // bytes are not yet deleted must stay findable by the sweep). A running task
 // is removed too: its runner is fenced out at its next write. Another user's
 // conversation answers exactly like a missing one.
-func (s *Store) DeleteConversation(ctx context.Context, userID, conversationID string) error {
+func (s *Store) DeleteConversation(ctx context.Context, userID, conversationID string) (err error) {
+	defer classify(&err)
 	convID, err := parseID("conversation id", conversationID)
 	if err != nil {
 		return err

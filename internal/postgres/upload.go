@@ -47,7 +47,8 @@ func scanUpload(row pgx.Row) (task.Upload, error) {
 }
 
 // CreateUpload records a new upload of the user, before its first byte.
-func (s *Store) CreateUpload(ctx context.Context, n task.NewUpload) (task.Upload, error) {
+func (s *Store) CreateUpload(ctx context.Context, n task.NewUpload) (_ task.Upload, err error) {
+	defer classify(&err)
 	id, err := parseID("upload id", n.ID)
 	if err != nil {
 		return task.Upload{}, err
@@ -78,7 +79,8 @@ func (s *Store) CreateUpload(ctx context.Context, n task.NewUpload) (task.Upload
 
 // Upload returns the user's upload. Another user's, a missing one and one
 // that expired (even if not swept yet) answer alike: not_found.
-func (s *Store) Upload(ctx context.Context, userID, uploadID string) (task.Upload, error) {
+func (s *Store) Upload(ctx context.Context, userID, uploadID string) (_ task.Upload, err error) {
+	defer classify(&err)
 	id, err := parseID("upload id", uploadID)
 	if err != nil {
 		// An id that is not ours is not found, not invalid: tus clients
@@ -104,7 +106,8 @@ func (s *Store) Upload(ctx context.Context, userID, uploadID string) (task.Uploa
 // AdvanceUpload records stored bytes from..to. The condition on the stored
 // offset makes two writers of one upload (two gateways, say) unable to both
 // advance it: the second is refused with conflict.
-func (s *Store) AdvanceUpload(ctx context.Context, uploadID string, from, to int64, expiresAt time.Time) (task.Upload, error) {
+func (s *Store) AdvanceUpload(ctx context.Context, uploadID string, from, to int64, expiresAt time.Time) (_ task.Upload, err error) {
+	defer classify(&err)
 	id, err := parseID("upload id", uploadID)
 	if err != nil {
 		return task.Upload{}, err
@@ -129,7 +132,8 @@ func (s *Store) AdvanceUpload(ctx context.Context, uploadID string, from, to int
 
 // FinishUpload marks an upload whose every byte is stored as finished.
 // Finishing a finished upload changes nothing.
-func (s *Store) FinishUpload(ctx context.Context, uploadID, sha256 string, text *string) (task.Upload, error) {
+func (s *Store) FinishUpload(ctx context.Context, uploadID, sha256 string, text *string) (_ task.Upload, err error) {
+	defer classify(&err)
 	id, err := parseID("upload id", uploadID)
 	if err != nil {
 		return task.Upload{}, err
@@ -164,7 +168,8 @@ func (s *Store) FinishUpload(ctx context.Context, uploadID, sha256 string, text 
 // DiscardUpload makes the user's unattached upload expire now; the sweep
 // removes it with its bytes. An attached upload belongs to its message:
 // conflict.
-func (s *Store) DiscardUpload(ctx context.Context, userID, uploadID string) error {
+func (s *Store) DiscardUpload(ctx context.Context, userID, uploadID string) (err error) {
+	defer classify(&err)
 	u, err := s.Upload(ctx, userID, uploadID)
 	if err != nil {
 		return err
@@ -186,7 +191,8 @@ func (s *Store) DiscardUpload(ctx context.Context, userID, uploadID string) erro
 // waits and then finds it gone (an expired upload cannot be attached
 // anyway). Several processes may sweep at once: each skips the rows
 // another has locked.
-func (s *Store) SweepUploads(ctx context.Context, limit int, remove func(ctx context.Context, id string) error) (int, error) {
+func (s *Store) SweepUploads(ctx context.Context, limit int, remove func(ctx context.Context, id string) error) (_ int, err error) {
+	defer classify(&err)
 	if limit < 1 {
 		return 0, task.Errorf(task.CodeInvalid, "limit must be at least 1")
 	}
@@ -194,7 +200,7 @@ func (s *Store) SweepUploads(ctx context.Context, limit int, remove func(ctx con
 		n         int
 		removeErr error
 	)
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
 			SELECT id FROM uploads WHERE expires_at <= $1
 			ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED`, s.now(), limit)
