@@ -1,15 +1,17 @@
 // Scenario 9: F5 in the middle of an upload. The browser sends a 6 MiB
 // file at 2 MiB a second (its own network throttling, so the progress bar
-// counts bytes that really left); the page reloads at about a third. After the reload the same upload carries
-// on from the offset the server reports (HEAD, then a PATCH from there; no
-// second upload is created), the file is attached to a message, the demo
-// engine's /attachments answer names its size and SHA-256, and the chip on
-// the sent message downloads the same bytes.
+// counts bytes that really left); the page reloads at about a third. After
+// the reload the same upload carries on from the offset the server reports
+// (HEAD, then a PATCH from there; no second upload is created), the file is
+// attached to a message, the demo engine's /attachments answer names its
+// size and SHA-256, and the chip on the sent message downloads the same
+// bytes. A file dropped on the composer and removed again is deleted on the
+// server.
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import { test } from 'node:test';
-import { T, answerText, artifacts, openApp, scenario, sel, sendShown, waitLoaded, waitStatus } from './harness.mjs';
+import { T, answerText, artifacts, openApp, scenario, sel, sendShown, waitLoaded, waitStatus, waitUntil } from './harness.mjs';
 
 const SIZE = 6 << 20;
 const NAME = 'field-notes 2026.bin';
@@ -99,6 +101,22 @@ test('F5 during an upload: it resumes from the server offset and the file reache
     assert.equal(download.suggestedFilename(), NAME);
     const file = await download.path();
     assert.equal(createHash('sha256').update(fs.readFileSync(file)).digest('hex'), sha, 'downloaded bytes');
+
+    // A file can also be dropped on the composer, and taken out again: its
+    // upload is deleted on the server and swept with its bytes.
+    const dt = await page.evaluateHandle(() => {
+      const d = new DataTransfer();
+      d.items.add(new File(['dropped text\n'], 'dropped.txt', { type: 'text/plain' }));
+      return d;
+    });
+    await page.dispatchEvent('[data-testid="composer"]', 'dragenter', { dataTransfer: dt });
+    await page.dispatchEvent('[data-testid="composer"]', 'drop', { dataTransfer: dt });
+    const dropped = page.locator('[data-testid="draft"][data-state="done"]');
+    await dropped.waitFor({ timeout: T.short });
+    const droppedId = await dropped.getAttribute('data-id');
+    await page.click('[data-testid="draft-remove"]');
+    await page.waitForSelector('[data-testid="draft"]', { state: 'detached', timeout: T.short });
+    await waitUntil(async () => (await sys.sql(`SELECT count(*) FROM uploads WHERE id = '${droppedId}'`)) === '0', { what: 'the removed upload to be swept' });
 
     // After another reload the chip comes from history.
     await page.reload();

@@ -267,8 +267,11 @@ describe('Uploads', () => {
     await tick();
     transport.last.o.onError({ status: 400, message: 'File name: contains a path separator (/ or \\).' });
     await tick();
-    expect(u.list('c1')[0]).toMatchObject({ state: 'failed', error: expect.stringMatching(/path separator/) });
+    expect(u.list('c1')[0]).toMatchObject({ state: 'failed', error: expect.stringMatching(/path separator/), final: true });
     expect(u.ready('c1')).toBeNull();
+    u.resume(u.list('c1')[0]!.key); // trying again cannot help
+    await tick();
+    expect(transport.runs).toHaveLength(1);
   });
 
   it('refuses an eleventh file and a file over the limit before sending anything', async () => {
@@ -279,7 +282,7 @@ describe('Uploads', () => {
     const problems = u.add('c1', Array.from({ length: 11 }, (_, i) => file(`f${i}`, i === 0 ? 101 : 5)));
     expect(problems).toEqual(['At most 10 files a message: f10 was not added.']);
     expect(u.list('c1')).toHaveLength(10);
-    expect(u.list('c1')[0]).toMatchObject({ state: 'failed', error: 'Larger than the 100 B limit.' });
+    expect(u.list('c1')[0]).toMatchObject({ state: 'failed', error: 'Larger than the 100 B limit.', final: true });
     await tick();
     expect(transport.runs).toHaveLength(9);
     expect(u.list('c2')).toEqual([]);

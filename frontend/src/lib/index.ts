@@ -25,6 +25,7 @@ export {
   parseDrafts,
   attachmentsOf,
   errorAction,
+  finalRefusal,
   uploadErrorText,
   formatBytes,
   retryDelay,

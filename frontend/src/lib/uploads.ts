@@ -37,6 +37,8 @@ export interface DraftUpload {
   state: UploadState;
   /** Why it failed (state failed). */
   error: string | null;
+  /** Failed for good: trying again cannot help (too large, a name the server refuses). */
+  final?: boolean;
 }
 
 /** A draft as the UI shows it. */
@@ -138,6 +140,7 @@ export function parseDrafts(raw: string | null): DraftUpload[] {
       Number.isSafeInteger(x.sent) &&
       (x.url === null || typeof x.url === 'string') &&
       (x.error === null || typeof x.error === 'string') &&
+      (x.final === undefined || typeof x.final === 'boolean') &&
       states.includes(x.state as UploadState)
     );
   });
@@ -172,6 +175,11 @@ export function errorAction(status: number | null): ErrorAction {
   if (status === null || status >= 500 || status === 408 || status === 409 || status === 423 || status === 429) return 'retry';
   if (status === 404 || status === 410) return 'restart';
   return status >= 400 ? 'fail' : 'retry';
+}
+
+/** Whether a refusal is for good: the file (its size, its name) is what the server refuses. */
+export function finalRefusal(status: number | null): boolean {
+  return status === 413 || status === 400;
 }
 
 /** A failed upload's message for people. */
@@ -309,6 +317,7 @@ export class Uploads {
         sent: 0,
         state: tooBig ? 'failed' : 'uploading',
         error: tooBig ? uploadErrorText({ status: 413, message: '' }, this.maxSize) : null,
+        ...(tooBig ? { final: true } : {}),
       };
       count++;
       added.push({ d, file });
@@ -337,7 +346,7 @@ export class Uploads {
   }
 
   resume(key: string): void {
-    const ok = this.update(key, (d) => (d.state === 'paused' || d.state === 'failed' ? { ...d, state: 'uploading', error: null } : d));
+    const ok = this.update(key, (d) => (d.state === 'paused' || (d.state === 'failed' && !d.final) ? { ...d, state: 'uploading', error: null } : d));
     if (ok) this.want(key);
   }
 
@@ -405,7 +414,7 @@ export class Uploads {
     if (!d || d.state !== 'uploading') return;
     const file = this.files.get(key) ?? (await this.fromVault(key));
     if (!file) {
-      this.update(key, (x) => ({ ...x, state: 'failed', error: 'The file is not available here any more; add it again.' }));
+      this.update(key, (x) => ({ ...x, state: 'failed', error: 'The file is not available here any more; add it again.', final: true }));
       return;
     }
     let failures = 0;
@@ -416,7 +425,7 @@ export class Uploads {
       if (out.kind !== 'error') return;
       const action = errorAction(out.error.status);
       if (action === 'fail') {
-        this.update(key, (x) => ({ ...x, state: 'failed', error: uploadErrorText(out.error, this.maxSize) }));
+        this.update(key, (x) => ({ ...x, state: 'failed', error: uploadErrorText(out.error, this.maxSize), final: finalRefusal(out.error.status) }));
         return;
       }
       if (action === 'restart') this.update(key, (x) => ({ ...x, url: null, sent: 0 }));

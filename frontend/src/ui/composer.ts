@@ -42,8 +42,11 @@ export class Composer {
   private readonly file: HTMLInputElement;
   private readonly chips = new Map<string, Chip>();
   private busy = false;
-  /** Files not uploaded yet (uploading, paused or failed). */
+  /** Files still uploading or paused, and files whose upload failed: either holds the message back. */
   private waiting = 0;
+  private failed = 0;
+  /** Failed files that trying again may fix. */
+  private retryable = 0;
   private depth = 0;
 
   constructor(private readonly actions: ComposerActions) {
@@ -58,7 +61,7 @@ export class Composer {
 
     const send = () => {
       const value = this.input.value;
-      if (this.busy || this.waiting > 0 || value.trim() === '') return;
+      if (this.busy || this.waiting + this.failed > 0 || value.trim() === '') return;
       if (actions.send(value)) {
         this.input.value = '';
         this.grow();
@@ -132,7 +135,9 @@ export class Composer {
       }
     }
     this.drafts.hidden = list.length === 0;
-    this.waiting = list.filter((d) => d.state !== 'done').length;
+    this.waiting = list.filter((d) => d.state === 'uploading' || d.state === 'paused').length;
+    this.failed = list.filter((d) => d.state === 'failed').length;
+    this.retryable = list.filter((d) => d.state === 'failed' && !d.final).length;
     this.sync();
   }
 
@@ -173,7 +178,7 @@ export class Composer {
     attr(c.bar, 'aria-valuenow', String(pct));
     attr(c.bar, 'aria-label', `Upload of ${d.name}`);
     c.fill.style.width = `${pct}%`;
-    c.toggle.hidden = d.state === 'done';
+    c.toggle.hidden = d.state === 'done' || (d.state === 'failed' && !!d.final);
     const action = d.state === 'uploading' ? 'pause' : 'resume';
     if (c.toggle.dataset.action !== action || !c.toggle.firstChild) {
       c.toggle.dataset.action = action;
@@ -215,13 +220,15 @@ export class Composer {
   }
 
   private sync(): void {
-    this.button.disabled = this.busy || this.waiting > 0 || this.input.value.trim() === '';
+    this.button.disabled = this.busy || this.waiting + this.failed > 0 || this.input.value.trim() === '';
     this.el.dataset.busy = String(this.busy);
     this.hint.textContent = this.busy
       ? 'An answer is in progress. Stop it or wait for it to finish.'
-      : this.waiting > 0
-        ? `Sending waits for ${this.waiting === 1 ? 'the upload' : `${this.waiting} uploads`} to finish.`
-        : 'Enter to send, Shift+Enter for a new line. Drop files here to attach them.';
+      : this.failed > 0
+        ? `A file could not be uploaded: remove it${this.retryable > 0 ? ' or try it again' : ''} to send.`
+        : this.waiting > 0
+          ? `Sending waits for ${this.waiting === 1 ? 'the upload' : `${this.waiting} uploads`} to finish.`
+          : 'Enter to send, Shift+Enter for a new line. Drop files here to attach them.';
   }
 
   private grow(): void {
