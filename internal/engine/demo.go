@@ -32,6 +32,7 @@ const (
 //	/fail N MS    the same deltas, then a Failure "demo failure"
 //	/attachments  one line per attachment of the task's own message,
 //	              "<name> <size> <sha256 hex>", or "no attachments"
+//	/markdown     DemoMarkdown in chunks of a few bytes, about 20 ms apart
 //	anything else a short reply quoting the input, word by word, then done
 //
 // Progress after the i-th delta of n is floor(100*i/n), reported only when
@@ -53,8 +54,11 @@ func NewDemo() *Demo { return &Demo{} }
 func (d *Demo) Run(ctx context.Context, in Input, out Output) error {
 	kind, n, ms, ok := parseDirective(in.Content)
 	chunks, gap := demoReply(in.Content), demoWordDelay
-	if strings.TrimSpace(in.Content) == "/attachments" {
+	switch strings.TrimSpace(in.Content) {
+	case "/attachments":
 		chunks = attachmentLines(in.Attachments)
+	case "/markdown":
+		chunks, gap = demoMarkdownChunks(), demoMarkdownGap
 	}
 	if ok {
 		chunks, gap = make([]string, n), time.Duration(ms)*time.Millisecond

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // recorder is an Output that keeps every call in order.
@@ -301,5 +303,104 @@ func TestDemoContinuesAfterAKeptPrefix(t *testing.T) {
 	err := (&Demo{}).Run(context.Background(), Input{Content: "/stream 5 0", Prefix: "t1 tX"}, &recorder{})
 	if !errors.Is(err, ErrCannotContinue) {
 		t.Fatalf("a prefix that is not the answer's start: %v, want ErrCannotContinue", err)
+	}
+}
+
+func TestDemoMarkdown(t *testing.T) {
+	t.Parallel()
+	fs := &fakeSleep{}
+	rec := &recorder{}
+	if err := (&Demo{Sleep: fs.sleep}).Run(context.Background(), Input{Content: " /markdown\n"}, rec); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if got := strings.Join(rec.deltas, ""); got != DemoMarkdown {
+		t.Fatalf("output = %q, want DemoMarkdown", got)
+	}
+	if len(rec.deltas) < 50 {
+		t.Fatalf("%d deltas; want chunks of a few bytes", len(rec.deltas))
+	}
+	for i, d := range rec.deltas {
+		if d == "" || len(d) > 8 || !utf8.ValidString(d) {
+			t.Fatalf("delta %d = %q: want 1..8 bytes of whole code points", i, d)
+		}
+	}
+	for i, w := range fs.waits {
+		if w != 20*time.Millisecond {
+			t.Fatalf("wait %d = %v, want 20ms", i, w)
+		}
+	}
+	if len(fs.waits) != len(rec.deltas)-1 {
+		t.Fatalf("%d waits for %d deltas", len(fs.waits), len(rec.deltas))
+	}
+	if got, w := fmt.Sprint(rec.progress), fmt.Sprint(wantProgress(len(rec.deltas))); got != w {
+		t.Fatalf("progress = %s, want %s", got, w)
+	}
+	// The boundaries every client must meet, as offsets in the answer.
+	cut := map[int]bool{}
+	n := 0
+	for _, d := range rec.deltas[:len(rec.deltas)-1] {
+		n += len(d)
+		cut[n] = true
+	}
+	for _, c := range []struct {
+		name, at string
+		offset   int
+	}{
+		{"inside **", "**bold**", 1},
+		{"inside the fence marker", "```go", 2},
+		{"inside the fenced code", "hello, tether", 3},
+		{"inside 👩‍💻", "👩‍💻", len("👩")},
+	} {
+		if off := strings.Index(DemoMarkdown, c.at) + c.offset; !cut[off] {
+			t.Errorf("no delta boundary %s (byte %d)", c.name, off)
+		}
+	}
+}
+
+// TestDemoMarkdownContinues: a lost runner's /markdown answer goes on at
+// the next byte after any kept prefix on a code point boundary, including
+// one inside a chunk and one inside a character of several code points.
+func TestDemoMarkdownContinues(t *testing.T) {
+	t.Parallel()
+	for keep := 0; keep <= len(DemoMarkdown); keep++ {
+		if keep < len(DemoMarkdown) && !utf8.RuneStart(DemoMarkdown[keep]) {
+			continue
+		}
+		rec := &recorder{}
+		in := Input{Content: "/markdown", Prefix: DemoMarkdown[:keep]}
+		if err := (&Demo{Sleep: (&fakeSleep{}).sleep}).Run(context.Background(), in, rec); err != nil {
+			t.Fatalf("keep %d: %v", keep, err)
+		}
+		if got := DemoMarkdown[:keep] + strings.Join(rec.deltas, ""); got != DemoMarkdown {
+			t.Fatalf("keep %d: continued as %q", keep, strings.Join(rec.deltas, ""))
+		}
+	}
+	err := (&Demo{}).Run(context.Background(), Input{Content: "/markdown", Prefix: "## Hedding"}, &recorder{})
+	if !errors.Is(err, ErrCannotContinue) {
+		t.Fatalf("a prefix that is not the answer's start: %v, want ErrCannotContinue", err)
+	}
+}
+
+// TestDemoMarkdownDocumented holds docs/protocol.md's copy of the answer
+// equal to the engine's.
+func TestDemoMarkdownDocumented(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("../../docs/protocol.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	const open, fence = "<!-- demo /markdown: made from internal/engine/demo_markdown.go -->\n````markdown\n", "\n````\n"
+	i := strings.Index(doc, open)
+	if i < 0 {
+		t.Fatalf("docs/protocol.md has no %q", open)
+	}
+	rest := doc[i+len(open):]
+	j := strings.Index(rest, fence)
+	if j < 0 {
+		t.Fatal("the /markdown block in docs/protocol.md is not closed")
+	}
+	if got := rest[:j]; got != DemoMarkdown {
+		t.Fatalf("docs/protocol.md says\n%s\nthe engine answers\n%s", got, DemoMarkdown)
 	}
 }
