@@ -11,6 +11,7 @@ import (
 // answer is one submitted task followed by several tabs.
 type answer struct {
 	taskID  string
+	conv    string // the conversation id it was submitted into
 	content string
 	n       int // tokens expected
 	tabs    []*tab
@@ -20,7 +21,7 @@ type answer struct {
 // newAnswer makes the ids of a /stream n ms answer, not yet submitted
 // (so a watcher can follow the task before its first event).
 func newAnswer(n, ms int) *answer {
-	return &answer{taskID: uuid.NewString(), content: fmt.Sprintf("/stream %d %d", n, ms), n: n, want: streamText(n)}
+	return &answer{taskID: uuid.NewString(), conv: uuid.NewString(), content: fmt.Sprintf("/stream %d %d", n, ms), n: n, want: streamText(n)}
 }
 
 // submit submits /stream n ms with the given number of tabs (see open).
@@ -31,29 +32,47 @@ func (s *system) submit(t testing.TB, tabs, n, ms int) *answer {
 	return a
 }
 
-// open submits a through a first tab on gateway 0, waits for the reply,
-// then opens the other tabs (spread over the gateways) with a subscribe
-// each and waits for their snapshots.
+// open submits a through a first tab, waits for the reply, then opens the
+// other tabs with a subscribe each and waits for their snapshots. Without a
+// balancer the tabs are spread over the gateways (the first on gateway-1);
+// with one, every tab connects to it and it spreads them.
 func (s *system) open(t testing.TB, a *answer, tabs int) {
 	t.Helper()
-	conv := uuid.NewString()
-	first := openTab(t, "tab-1@"+s.gateways[0].name, s.gateways[0].wsURL(), s.token, a.taskID, map[string]any{
-		"type": "submit", "req": "submit", "task_id": a.taskID, "conversation_id": conv, "content": a.content,
+	name, url := s.tabURL(1)
+	first := openTab(t, name, url, s.token, a.taskID, map[string]any{
+		"type": "submit", "req": "submit", "task_id": a.taskID, "conversation_id": a.conv, "content": a.content,
 	})
 	a.tabs = append(a.tabs, first)
 	if err := first.waitUntil(30*time.Second, "submitted", func(*follower) bool { return first.submitted }); err != nil {
 		t.Fatal(err)
 	}
-	for i := 2; i <= tabs; i++ {
-		g := s.gateways[(i-1)%len(s.gateways)]
-		a.tabs = append(a.tabs, openTab(t, fmt.Sprintf("tab-%d@%s", i, g.name), g.wsURL(), s.token, a.taskID, nil))
+	s.follow(t, a, 2, tabs)
+	s.notef(t, "submitted %s %q, %d tabs", a.taskID, a.content, len(a.tabs))
+}
+
+// follow opens tabs from..to (numbered from 1) that subscribe to a's task,
+// and waits for every tab's first snapshot.
+func (s *system) follow(t testing.TB, a *answer, from, to int) {
+	t.Helper()
+	for i := from; i <= to; i++ {
+		name, url := s.tabURL(i)
+		a.tabs = append(a.tabs, openTab(t, name, url, s.token, a.taskID, nil))
 	}
 	for _, tb := range a.tabs {
 		if err := tb.waitUntil(30*time.Second, "first snapshot", func(f *follower) bool { return f.snapshots > 0 }); err != nil {
 			t.Fatal(err)
 		}
 	}
-	s.notef(t, "submitted %s %q, %d tabs", a.taskID, a.content, len(a.tabs))
+}
+
+// tabURL names the i-th tab (from 1) of an answer and gives the address it
+// connects to: the balancer, or gateway i modulo their number.
+func (s *system) tabURL(i int) (name, url string) {
+	if s.lb != nil {
+		return fmt.Sprintf("tab-%d@lb", i), "ws://" + s.lb.addr() + "/v1/ws"
+	}
+	g := s.gateways[(i-1)%len(s.gateways)]
+	return fmt.Sprintf("tab-%d@%s", i, g.name), g.wsURL()
 }
 
 // waitTokens waits until every tab holds at least k tokens of output, all

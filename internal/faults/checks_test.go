@@ -1,9 +1,12 @@
 package faults
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -43,11 +46,18 @@ type logReplay struct {
 	f       *follower
 	lastPos uint64 // stream sequence of the subject's last message
 	events  int
+	// late is how many events were stored after a later one of their
+	// attempt (a publish retried after its ack was lost): the replay waited
+	// for them, as a reader filling a gap from the log does.
+	late int
 }
 
 // replayLog reads tether.task.<id> of TETHER_TASKS from its first message
-// to its last with an ordered consumer and applies the 1.1 rule in stream
-// order, from the task as submitted (attempt 1, seq 0, no output).
+// to its last with an ordered consumer and applies the 1.1 rule from the
+// task as submitted (attempt 1, seq 0, no output), in stream order, except
+// that an event ahead of the reader waits for the ones before it to turn up
+// further on in the log: Tether's own readers fill a gap from the log the
+// same way. What never turns up is applied at the end, as a gap.
 func replayLog(natsURL, taskID string) (*logReplay, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -79,6 +89,8 @@ func replayLog(natsURL, taskID string) (*logReplay, error) {
 	r := &logReplay{f: newFollower(), lastPos: last.Sequence}
 	r.f.jump = true
 	r.f.attempt, r.f.maxAttempt, r.f.status = 1, 1, "pending"
+	r.f.seg.open(1, 0)
+	var held []heldEvent
 	for ctx.Err() == nil {
 		batch, err := cons.Fetch(512, jetstream.FetchMaxWait(2*time.Second))
 		if err != nil {
@@ -94,9 +106,24 @@ func replayLog(natsURL, taskID string) (*logReplay, error) {
 			if err := json.Unmarshal(m.Data(), &e); err != nil || !isStreamEvent(e.Type) {
 				r.f.problem("log message %d is not a stream event: %q", meta.Sequence.Stream, truncate(m.Data(), 200))
 			} else {
-				r.f.apply(e, meta.Timestamp)
+				r.f.receive(r.f.attemptOf(e), e.Seq)
+				held = append(held, heldEvent{e, meta.Timestamp})
+				held = r.applyHeld(held)
 			}
 			if meta.Sequence.Stream >= last.Sequence {
+				r.late = r.f.reordered
+				// What never turned up: applied in (attempt, seq) order as
+				// gaps, so the rest still shows.
+				slices.SortStableFunc(held, func(x, y heldEvent) int {
+					if c := cmp.Compare(r.f.attemptOf(x.e), r.f.attemptOf(y.e)); c != 0 {
+						return c
+					}
+					return cmp.Compare(x.e.Seq, y.e.Seq)
+				})
+				for _, h := range held {
+					r.f.rule(h.e, h.at)
+				}
+				r.f.closeSegment()
 				return r, nil
 			}
 		}
@@ -107,50 +134,103 @@ func replayLog(natsURL, taskID string) (*logReplay, error) {
 	return nil, fmt.Errorf("read %s: only %d events before the deadline (last stream seq %d)", subject, r.events, last.Sequence)
 }
 
+type heldEvent struct {
+	e  wireMsg
+	at time.Time
+}
+
+// applyHeld applies every held event that can now follow the reader, in
+// the order they were stored, until none can; it returns the rest.
+func (r *logReplay) applyHeld(held []heldEvent) []heldEvent {
+	for progress := true; progress; {
+		progress = false
+		for i, h := range held {
+			if r.f.applicable(h.e) {
+				r.f.rule(h.e, h.at)
+				held = append(held[:i], held[i+1:]...)
+				progress = true
+				break
+			}
+		}
+	}
+	return held
+}
+
 // verify checks an answer whose tabs have all reached a terminal status:
 // Postgres, the JetStream log and every tab must hold exactly the demo
 // engine's answer, with the attempts x says. It returns the Postgres row and
 // the log replay for scenario-specific checks.
 func (s *system) verify(t testing.TB, a *answer, x expect) (pgTask, *logReplay) {
 	t.Helper()
+	pgOK := true
+	pgFail := func(format string, args ...any) {
+		t.Helper()
+		t.Errorf(format, args...)
+		pgOK = false
+	}
 	row, err := s.waitRow(a.taskID, 30*time.Second, "a terminal status in Postgres", func(r pgTask) bool { return isTerminal(r.Status) })
 	if err != nil {
-		t.Error(err)
+		pgFail("%v", err)
 	}
 	if row.Status != "done" {
-		t.Errorf("Postgres: task %s ended %s, want done", a.taskID, row.Status)
+		pgFail("Postgres: task %s ended %s, want done", a.taskID, row.Status)
 	}
 	if d := tokenDiff(row.Output, a.want); d != "" {
-		t.Errorf("Postgres tasks.output: %s", d)
+		pgFail("Postgres tasks.output: %s", d)
 	}
 	switch {
 	case x.atLeast && row.Attempt < x.attempt:
-		t.Errorf("Postgres: task ended on attempt %d, want %d or later", row.Attempt, x.attempt)
+		pgFail("Postgres: task ended on attempt %d, want %d or later", row.Attempt, x.attempt)
 	case x.atLeast && row.Attempt > x.attempt:
 		s.notef(t, "NOTE: the task ended on attempt %d, %d more than the fault explains: a lease lapsed on its own (see the runners' logs)", row.Attempt, row.Attempt-x.attempt)
 	case !x.atLeast && row.Attempt != x.attempt:
-		t.Errorf("Postgres: task ended on attempt %d, want %d", row.Attempt, x.attempt)
+		pgFail("Postgres: task ended on attempt %d, want %d", row.Attempt, x.attempt)
 	}
 	content, mstatus, err := s.messageRow(a.taskID)
 	switch {
 	case err != nil:
-		t.Errorf("Postgres: assistant message of %s: %v", a.taskID, err)
+		pgFail("Postgres: assistant message of %s: %v", a.taskID, err)
 	default:
 		if d := tokenDiff(content, a.want); d != "" {
-			t.Errorf("Postgres messages.content: %s", d)
+			pgFail("Postgres messages.content: %s", d)
 		}
 		if mstatus != "done" {
-			t.Errorf("Postgres: assistant message status %q, want done", mstatus)
+			pgFail("Postgres: assistant message status %q, want done", mstatus)
 		}
 	}
 	s.notef(t, "Postgres: status %s attempt %d seq %d, %d output bytes, message %s (%d bytes)",
 		row.Status, row.Attempt, row.Seq, len(row.Output), mstatus, len(content))
 
-	lg, err := replayLog(s.natsURL, a.taskID)
+	tl := s.tally
+	tl.mu.Lock()
+	tl.answers++
+	tl.attempts[row.Attempt]++
+	if pgOK {
+		tl.pgExact++
+	}
+	tl.mu.Unlock()
+
+	// Right after a fault the log may answer "no responders" for a moment
+	// (a stream leader being elected), and a tab may have seen the last
+	// event live (core NATS) a moment before the log's replicas stored it:
+	// read it again until it answers and holds what Postgres holds.
+	var lg *logReplay
+	err = waitFor(30*time.Second, "the log holding seq "+strconv.FormatInt(row.Seq, 10), func() (bool, error) {
+		r, rerr := replayLog(s.natsURL, a.taskID)
+		if rerr == nil {
+			lg = r
+		}
+		return rerr == nil && r.f.seq >= row.Seq, nil
+	})
+	if lg != nil {
+		err = nil // judged below
+	} else {
+		lg, err = replayLog(s.natsURL, a.taskID) // for its error
+	}
 	if err != nil {
 		t.Errorf("JetStream log: %v", err)
 	} else {
-		s.checkFollower(t, "log", lg.f, a, row, false)
+		logOK := s.checkFollower(t, "log", lg.f, a, row, false, false)
 		s.notef(t, "log: %d events to stream seq %d; %s", lg.events, lg.lastPos, lg.f.counters())
 		s.checkStarts(t, "log", lg.f, a, x, nil)
 		// Every attempt after the first begins in the log with its status
@@ -158,14 +238,22 @@ func (s *system) verify(t testing.TB, a *answer, x expect) (pgTask, *logReplay) 
 		for at := 2; at <= lg.f.attempt; at++ {
 			if _, ok := lg.f.start(at); !ok {
 				t.Errorf("log: no start of attempt %d", at)
+				logOK = false
 			}
 		}
+		tl.mu.Lock()
+		if logOK {
+			tl.logExact++
+		}
+		tl.log.add(lg.f.arrivals())
+		tl.mu.Unlock()
 	}
 	for _, tb := range a.tabs {
 		tb.mu.Lock()
 		f := tb.f
+		f.closeSegment()
 		resubscribed := tb.connects > 1 || tb.resyncs > 0
-		s.checkFollower(t, tb.name, f, a, row, resubscribed)
+		ok := s.checkFollower(t, tb.name, f, a, row, resubscribed, true)
 		var logF *follower
 		if lg != nil {
 			logF = lg.f
@@ -175,25 +263,40 @@ func (s *system) verify(t testing.TB, a *answer, x expect) (pgTask, *logReplay) 
 		for _, e := range tb.errs {
 			s.notef(t, "%s: error reply %s", tb.name, e)
 		}
+		arr := f.arrivals()
 		tb.mu.Unlock()
+		tl.mu.Lock()
+		if ok {
+			tl.tabExact++
+		}
+		tl.tabs.add(arr)
+		tl.mu.Unlock()
 	}
 	return row, lg
 }
 
-// checkFollower holds a reader (a tab or the log replay) to the rule.
-func (s *system) checkFollower(t testing.TB, who string, f *follower, a *answer, row pgTask, resubscribed bool) {
+// checkFollower holds a reader (a tab or the log replay) to the rule and
+// reports whether it ended exact. A tab (strict) must also have received
+// nothing lost, doubled, reordered or stale.
+func (s *system) checkFollower(t testing.TB, who string, f *follower, a *answer, row pgTask, resubscribed, strict bool) bool {
 	t.Helper()
+	ok := true
+	fail := func(format string, args ...any) {
+		t.Helper()
+		t.Errorf(format, args...)
+		ok = false
+	}
 	if f.status != "done" {
-		t.Errorf("%s: ended with status %q, want done", who, f.status)
+		fail("%s: ended with status %q, want done", who, f.status)
 	}
 	if d := tokenDiff(string(f.out), a.want); d != "" {
-		t.Errorf("%s: output: %s", who, d)
+		fail("%s: output: %s", who, d)
 	}
 	if f.attempt != row.Attempt || f.maxAttempt != row.Attempt {
-		t.Errorf("%s: ended on attempt %d (highest seen %d), Postgres on attempt %d", who, f.attempt, f.maxAttempt, row.Attempt)
+		fail("%s: ended on attempt %d (highest seen %d), Postgres on attempt %d", who, f.attempt, f.maxAttempt, row.Attempt)
 	}
 	if f.seq != row.Seq {
-		t.Errorf("%s: ended at seq %d, Postgres at seq %d", who, f.seq, row.Seq)
+		fail("%s: ended at seq %d, Postgres at seq %d", who, f.seq, row.Seq)
 	}
 	bad := []struct {
 		n    int
@@ -212,9 +315,20 @@ func (s *system) checkFollower(t testing.TB, who string, f *follower, a *answer,
 			what string
 		}{f.repeats, "repeated events (the reader never resubscribed)"})
 	}
+	if strict {
+		bad = append(bad, []struct {
+			n    int
+			what string
+		}{
+			{f.lost, "events lost (a seq skipped while later ones came)"},
+			{f.doubled, "events doubled (a seq at or below one already received)"},
+			{f.reordered, "events reordered (a seq after a higher one)"},
+			{f.staleRecv, "stale events (of an attempt older than the tab's) sent to the tab"},
+		}...)
+	}
 	for _, b := range bad {
 		if b.n != 0 {
-			t.Errorf("%s: %d %s", who, b.n, b.what)
+			fail("%s: %d %s", who, b.n, b.what)
 		}
 	}
 	if len(f.problems) > 0 {
@@ -223,6 +337,7 @@ func (s *system) checkFollower(t testing.TB, who string, f *follower, a *answer,
 	if len(f.staleSample) > 0 {
 		s.notef(t, "%s: %d stale events dropped, first: %s", who, f.staleDropped, strings.Join(f.staleSample, ", "))
 	}
+	return ok
 }
 
 // checkStarts checks every switch to a newer attempt the reader saw: keep
@@ -271,11 +386,12 @@ func largestPause(times []time.Time) (time.Duration, time.Time) {
 	return best, at
 }
 
-// reportPauses logs, per tab, the pause the fault caused: from the last
-// delta before the fault to the first delta after the recovery (NATS back,
-// the gateway ready again), and how long after the recovery that delta
-// came; the longest gap between deltas after the fault; the tab's
-// reconnects and when its snapshot after the fault arrived.
+// reportPauses logs, per tab, the pause the fault caused: the longest gap
+// between two deltas from the last delta before the fault to the end (the
+// answer may go on through the fault, or stop until the recovery), and how
+// long after the recovery (NATS back, Postgres started) the first delta came;
+// the tab's reconnects and when its snapshot after the fault arrived. The
+// longest gap goes into the scenario's figures.
 func reportPauses(t *testing.T, s *system, a *answer, faultAt, backAt time.Time, fault, back string) {
 	for _, tb := range a.tabs {
 		tb.mu.Lock()
@@ -305,13 +421,14 @@ func reportPauses(t *testing.T, s *system, a *answer, faultAt, backAt time.Time,
 			s.notef(t, "%s: no delta on both sides of the fault", tb.name)
 			continue
 		}
-		largest, _ := largestPause(append([]time.Time{faultAt}, afterFault...))
-		line := fmt.Sprintf("%s: pause %v (last delta %v before %s, first delta %v after %s); longest gap between deltas after %s %v; connects %d drops %d",
-			tb.name, after.Sub(before).Round(time.Millisecond), faultAt.Sub(before).Round(time.Millisecond), fault,
-			after.Sub(backAt).Round(time.Millisecond), back, fault, largest.Round(time.Millisecond), connects, drops)
+		longest, from := largestPause(append([]time.Time{before}, afterFault...))
+		line := fmt.Sprintf("%s: longest pause %v, from %v after %s (last delta %v before it); first delta %v after %s; connects %d drops %d",
+			tb.name, longest.Round(time.Millisecond), from.Sub(faultAt).Round(time.Millisecond), fault, faultAt.Sub(before).Round(time.Millisecond),
+			after.Sub(backAt).Round(time.Millisecond), back, connects, drops)
 		if snapAfter > 0 {
 			line += fmt.Sprintf("; snapshot %v after %s", snapAfter.Round(time.Millisecond), fault)
 		}
 		s.notef(t, "%s", line)
+		s.tally.time(fmt.Sprintf("longest pause between deltas on each tab, from the last delta before %s", fault), longest)
 	}
 }

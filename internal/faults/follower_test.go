@@ -102,6 +102,22 @@ type follower struct {
 	snapshotRegressed int // a snapshot of a lower attempt than already applied
 	ignoredN          int
 
+	// What arrived, judged against the order the protocol promises, from
+	// each snapshot (or an attempt's start) on: after a snapshot at seq S,
+	// events S+1, S+2, … of its attempt, each once and in order. An event
+	// at or below S or already received is doubled; one below the highest
+	// received is reordered; a seq never received below the highest one
+	// (when the next snapshot or the end closes the stretch) is lost. Events
+	// of a lower attempt are stale (the rule drops them). Counted whatever
+	// the rule then does with the event, so the figures are what the
+	// server sent.
+	received  int
+	staleRecv int
+	doubled   int
+	reordered int
+	lost      int
+	seg       segment
+
 	starts       []attemptStart
 	appended     map[int]int       // delta bytes applied per attempt
 	firstDelta   map[int]string    // text of each attempt's first applied delta
@@ -112,13 +128,74 @@ type follower struct {
 	staleSample  []string          // the first few stale events
 }
 
+// segment is the stretch of one attempt's events since a snapshot or the
+// attempt's start.
+type segment struct {
+	attempt int
+	from    int64 // the snapshot's seq: events after it are expected
+	max     int64
+	seen    map[int64]bool
+}
+
+// open starts a stretch of attempt's events after seq from.
+func (g *segment) open(attempt int, from int64) {
+	*g = segment{attempt: attempt, from: from, max: from, seen: map[int64]bool{}}
+}
+
+// missing is how many seqs between from and the highest received never came.
+func (g *segment) missing() int {
+	n := 0
+	for q := g.from + 1; q <= g.max; q++ {
+		if !g.seen[q] {
+			n++
+		}
+	}
+	return n
+}
+
+// receive judges one arriving event of attempt a at seq.
+func (f *follower) receive(a int, seq int64) {
+	f.received++
+	switch {
+	case a < f.seg.attempt:
+		f.staleRecv++
+		return
+	case a > f.seg.attempt:
+		f.lost += f.seg.missing()
+		f.seg.open(a, seq-1)
+	}
+	switch {
+	case seq <= f.seg.from || f.seg.seen[seq]:
+		f.doubled++
+		return
+	case seq < f.seg.max:
+		f.reordered++
+	}
+	f.seg.seen[seq] = true
+	f.seg.max = max(f.seg.max, seq)
+}
+
+// closeSegment ends the stretch (a snapshot replaces it, or the reader is
+// done): what never came is lost.
+func (f *follower) closeSegment() {
+	f.lost += f.seg.missing()
+	f.seg.open(f.seg.attempt, f.seg.max)
+}
+
 func newFollower() *follower {
-	return &follower{
+	f := &follower{
 		appended:     map[int]int{},
 		firstDelta:   map[int]string{},
 		firstDeltaAt: map[int]time.Time{},
 		lastEventAt:  map[int]time.Time{},
 	}
+	f.seg.open(0, 0)
+	return f
+}
+
+// arrivals sums up what arrived; closeSegment first.
+func (f *follower) arrivals() arrivals {
+	return arrivals{received: f.received, lost: f.lost, doubled: f.doubled, reordered: f.reordered, stale: f.staleRecv, gaps: f.gaps}
 }
 
 func (f *follower) problem(format string, args ...any) {
@@ -135,6 +212,8 @@ func (f *follower) reset(t wireTask) {
 		f.snapshotRegressed++
 		f.problem("snapshot of attempt %d (seq %d) after attempt %d was applied", t.Attempt, t.Seq, f.maxAttempt)
 	}
+	f.closeSegment()
+	f.seg.open(t.Attempt, t.Seq)
 	f.attempt, f.seq, f.status = t.Attempt, t.Seq, t.Status
 	f.out = append(f.out[:0], t.Output...)
 	f.terminal = isTerminal(t.Status)
@@ -144,16 +223,44 @@ func (f *follower) reset(t wireTask) {
 
 // apply folds one stream event received at (or stored at) time at.
 func (f *follower) apply(e wireMsg, at time.Time) outcome {
+	f.receive(f.attemptOf(e), e.Seq)
+	return f.rule(e, at)
+}
+
+// attemptOf is e's attempt, or the reader's for an event without one.
+func (f *follower) attemptOf(e wireMsg) int {
+	if e.Attempt != nil {
+		return *e.Attempt
+	}
+	return f.attempt
+}
+
+// applicable reports whether e can be applied now without a gap: the next
+// seq of the reader's attempt, or the start of a newer attempt at most one
+// past the reader's seq. Anything else of the reader's attempt or a newer
+// one is ahead of it.
+func (f *follower) applicable(e wireMsg) bool {
+	a := f.attemptOf(e)
+	switch {
+	case a < f.attempt:
+		return true // stale: the rule drops it
+	case a == f.attempt:
+		return e.Seq <= f.seq+1
+	default:
+		return e.Type == "status" && (e.Status == "pending" || e.Status == "running") && e.Seq <= f.seq+1
+	}
+}
+
+// rule folds one event by the 1.1 rule, without counting its arrival.
+func (f *follower) rule(e wireMsg, at time.Time) outcome {
+	a := f.attemptOf(e)
 	if f.broken {
 		f.ignoredN++
 		return ignored
 	}
-	a := f.attempt
 	if e.Attempt == nil {
 		f.missingAttempt++
 		f.problem("%s seq %d has no attempt", e.Type, e.Seq)
-	} else {
-		a = *e.Attempt
 	}
 	if prev, ok := f.lastEventAt[a]; !ok || at.After(prev) {
 		f.lastEventAt[a] = at
@@ -258,7 +365,8 @@ func (f *follower) counters() string {
 			per = append(per, fmt.Sprintf("a%d=%d", a, n))
 		}
 	}
-	return fmt.Sprintf("attempt %d seq %d status %s bytes %d (appended %s); applied %d snapshots %d repeats %d gaps %d stale-dropped %d stale-applied %d no-attempt %d after-terminal %d keep-mismatch %d snapshot-regressed %d",
+	return fmt.Sprintf("attempt %d seq %d status %s bytes %d (appended %s); applied %d snapshots %d repeats %d gaps %d stale-dropped %d stale-applied %d no-attempt %d after-terminal %d keep-mismatch %d snapshot-regressed %d; received %d lost %d doubled %d reordered %d stale %d",
 		f.attempt, f.seq, f.status, len(f.out), strings.Join(per, " "), f.appliedN, f.snapshots, f.repeats, f.gaps, f.staleDropped,
-		f.staleApplied, f.missingAttempt, f.afterTerminal, f.keepMismatch, f.snapshotRegressed)
+		f.staleApplied, f.missingAttempt, f.afterTerminal, f.keepMismatch, f.snapshotRegressed,
+		f.received, f.lost, f.doubled, f.reordered, f.staleRecv)
 }

@@ -18,6 +18,7 @@ func TestGatewayRestartEmbeddedNATS(t *testing.T) {
 	s := newSystem(t, sysOptions{embedded: true, runners: 1, lease: 5 * time.Second})
 	n := trials(t, 1)
 	for i := 1; i <= n; i++ {
+		s.tally.trial()
 		t.Run(fmt.Sprintf("trial-%d", i), func(t *testing.T) { gatewayRestartTrial(t, s) })
 	}
 }

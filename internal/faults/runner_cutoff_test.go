@@ -16,11 +16,16 @@ import (
 // to Postgres.
 func TestRunnerCutOffFromPostgres(t *testing.T) {
 	const lease = 3 * time.Second
-	s := newSystem(t, sysOptions{gateways: 1, runners: 2, proxied: true, lease: lease})
-	n := trials(t, 1)
-	for i := 1; i <= n; i++ {
-		t.Run(fmt.Sprintf("trial-%d", i), func(t *testing.T) { cutOffTrial(t, s, lease) })
-	}
+	forms(t, single, func(t *testing.T, f form) {
+		o := f.opts(lease)
+		o.proxied = true
+		s := newSystem(t, o)
+		n := trials(t, 1)
+		for i := 1; i <= n; i++ {
+			s.tally.trial()
+			t.Run(fmt.Sprintf("trial-%d", i), func(t *testing.T) { cutOffTrial(t, s, lease) })
+		}
+	})
 }
 
 func cutOffTrial(t *testing.T, s *system, lease time.Duration) {
@@ -52,8 +57,11 @@ func cutOffTrial(t *testing.T, s *system, lease time.Duration) {
 			lg.f.staleDropped, strings.Join(lg.f.staleSample, ", "))
 	}
 	if st, ok := lg.f.start(next); ok {
+		quiet := lg.f.lastEventAt[held.Attempt].Sub(cutAt)
 		s.notef(t, "log: last event of attempt %d %v after the cut, attempt %d began %v after it (lease %v)",
-			held.Attempt, lg.f.lastEventAt[held.Attempt].Sub(cutAt).Round(time.Millisecond), next, st.At.Sub(cutAt).Round(time.Millisecond), lease)
+			held.Attempt, quiet.Round(time.Millisecond), next, st.At.Sub(cutAt).Round(time.Millisecond), lease)
+		s.tally.time(fmt.Sprintf("cut to the cut-off runner's last event in the log (lease %v)", lease), quiet)
+		s.tally.time("cut to the start of the next attempt in the log", st.At.Sub(cutAt))
 	}
 	for _, l := range victim.log.lines(from, a.taskID) {
 		s.notef(t, "%s while cut off: %s", victim.id, l)

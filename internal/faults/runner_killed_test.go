@@ -12,16 +12,19 @@ import (
 // answer: keep > 0, nothing regenerated, the exact text everywhere.
 func TestRunnerKilled(t *testing.T) {
 	const lease = 3 * time.Second
-	s := newSystem(t, sysOptions{gateways: 2, runners: 2, lease: lease})
-	n := trials(t, 1)
-	for i := 1; i <= n; i++ {
-		t.Run(fmt.Sprintf("trial-%d", i), func(t *testing.T) { runnerKilledTrial(t, s, lease) })
-		if i < n {
-			// The next trial starts with two runners again: a replacement
-			// with a new id, as a restarted pod would have.
-			s.startRunner(t, s.newRunner())
+	forms(t, cluster, func(t *testing.T, f form) {
+		s := newSystem(t, f.opts(lease))
+		n := trials(t, 1)
+		for i := 1; i <= n; i++ {
+			s.tally.trial()
+			t.Run(fmt.Sprintf("trial-%d", i), func(t *testing.T) { runnerKilledTrial(t, s, lease) })
+			if i < n {
+				// The next trial starts with two runners again: a replacement
+				// with a new id, as a restarted pod would have.
+				s.startRunner(t, s.newRunner())
+			}
 		}
-	}
+	})
 }
 
 func runnerKilledTrial(t *testing.T, s *system, lease time.Duration) {
@@ -57,6 +60,7 @@ func runnerKilledTrial(t *testing.T, s *system, lease time.Duration) {
 			if at, ok := f.firstDeltaAt[next]; ok {
 				s.notef(t, "takeover on %s: kill -> first delta of attempt %d: %v (lease %v, maintenance every %v)",
 					tb.name, next, at.Sub(killAt).Round(time.Millisecond), lease, maintenanceEvery)
+				s.tally.time(fmt.Sprintf("takeover, kill to the first delta of the next attempt on each tab (lease %v)", lease), at.Sub(killAt))
 			}
 		})
 	}

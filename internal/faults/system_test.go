@@ -30,20 +30,31 @@ const (
 
 // sysOptions shape one system under test.
 type sysOptions struct {
-	// gateways on the standalone nats-server (ignored when embedded).
+	// gateways on the standalone NATS (ignored when embedded).
 	gateways int
 	// embedded: one gateway embedding NATS (the `make run` form) on a fixed
 	// port, with its JetStream store under the test's directory.
 	embedded bool
+	// natsNodes is the number of nats-servers (1 unless set; 3 is the
+	// cluster of nats.conf, whose streams then keep 3 replicas). Ignored
+	// when embedded.
+	natsNodes int
+	// balanced puts the round-robin balancer in front of the gateways: tabs
+	// and HTTP clients then connect to its one address.
+	balanced bool
 	runners  int
 	// proxied: every runner reaches Postgres through its own pausable proxy.
 	proxied bool
 	lease   time.Duration
+	// dbURL, when set, is the Postgres every process uses (a private cluster
+	// a test stops and starts) instead of a fresh schema on
+	// TEST_DATABASE_URL.
+	dbURL string
 }
 
-// system is a whole Tether made of real processes on 127.0.0.1: a
-// nats-server (unless a gateway embeds it), gateways and runners, all on one
-// fresh Postgres schema.
+// system is a whole Tether made of real processes on 127.0.0.1: nats-servers
+// (unless a gateway embeds NATS), gateways and runners, all on one Postgres
+// schema, and, when balanced, one address in front of the gateways.
 type system struct {
 	t     *testing.T
 	opts  sysOptions
@@ -53,13 +64,17 @@ type system struct {
 	db    *pgxpool.Pool
 	token string
 
-	nats      *proc // the standalone nats-server; nil when embedded
-	natsPort  int
-	natsStore string
-	natsURL   string
+	nats     []*natsNode // the nats-servers; none when a gateway embeds NATS
+	natsPort int         // the embedded NATS's client port
+	natsURL  string      // every node, comma-separated, as NATS_URL
+	replicas int         // TETHER_NATS_REPLICAS of the gateways and runners
 
 	gateways []*gatewayProc
 	runners  []*runnerProc
+	lb       *balancer // nil unless balanced
+	// tally gathers the scenario's figures; its FIGURES line is logged when
+	// the test that made the system ends.
+	tally *tally
 
 	mu      sync.Mutex
 	procs   []*proc
@@ -92,8 +107,12 @@ func newSystem(t *testing.T, o sysOptions) *system {
 	t.Helper()
 	needDatabase(t)
 	bins := programs(t)
-	s := &system{t: t, opts: o, bins: bins, dir: t.TempDir(), token: makeToken(t)}
-	s.dbURL = pgtest.URL(t)
+	s := &system{t: t, opts: o, bins: bins, dir: t.TempDir(), token: makeToken(t), replicas: 1, tally: newTally()}
+	s.reportFigures(t)
+	s.dbURL = o.dbURL
+	if s.dbURL == "" {
+		s.dbURL = pgtest.URL(t)
+	}
 	// Artifacts of an earlier failed run would mislead: start clean.
 	_ = os.RemoveAll(s.artifactDir())
 	t.Cleanup(s.saveArtifacts)
@@ -114,10 +133,38 @@ func newSystem(t *testing.T, o sysOptions) *system {
 		s.natsURL = fmt.Sprintf("nats://127.0.0.1:%d", s.natsPort)
 		s.mustStartGateway(g)
 	} else {
-		s.startNATS()
-		for range max(1, o.gateways) {
-			s.mustStartGateway(s.newGateway(fixedPort(t), false))
+		nodes := max(1, o.natsNodes)
+		if nodes > 1 {
+			s.replicas = nodes
 		}
+		s.startNATS(nodes)
+		gws := make([]*gatewayProc, max(1, o.gateways))
+		for i := range gws {
+			gws[i] = s.newGateway(fixedPort(t), false)
+		}
+		// Started together, as a deploy would: the streams are created by
+		// whichever comes first, and the others find them.
+		var gwg sync.WaitGroup
+		for _, g := range gws {
+			gwg.Add(1)
+			go func() {
+				defer gwg.Done()
+				if err := s.startGateway(g); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		gwg.Wait()
+		if t.Failed() {
+			t.FailNow()
+		}
+	}
+	if o.balanced {
+		var bs []backend
+		for _, g := range s.gateways {
+			bs = append(bs, backend{name: g.name, addr: fmt.Sprintf("127.0.0.1:%d", g.port)})
+		}
+		s.lb = startBalancer(t, bs)
 	}
 	var wg sync.WaitGroup
 	for range o.runners {
@@ -129,8 +176,16 @@ func newSystem(t *testing.T, o sysOptions) *system {
 	if t.Failed() {
 		t.FailNow()
 	}
-	s.notef(t, "system up: %d gateway(s), %d runner(s), NATS %s (embedded %v), lease %v, maintenance %v",
-		len(s.gateways), len(s.runners), s.natsURL, o.embedded, o.lease, maintenanceEvery)
+	front := "none"
+	if s.lb != nil {
+		front = "round robin at " + s.lb.addr()
+	}
+	natsDesc := "embedded in gateway-1 at " + s.natsURL
+	if !o.embedded {
+		natsDesc = fmt.Sprintf("%d node(s) (%s), replicas %d", len(s.nats), s.natsSummary(), s.replicas)
+	}
+	s.notef(t, "system up: %d gateway(s) (balancer: %s), %d runner(s), NATS %s, lease %v, maintenance %v",
+		len(s.gateways), front, len(s.runners), natsDesc, o.lease, maintenanceEvery)
 	return s
 }
 
@@ -235,34 +290,6 @@ func (s *system) newProc(name, bin string, args, env []string) *proc {
 	return p
 }
 
-// startNATS starts the standalone nats-server with JetStream on a fixed
-// port and a store under the test's directory.
-func (s *system) startNATS() {
-	s.t.Helper()
-	s.natsPort = fixedPort(s.t)
-	s.natsStore = filepath.Join(s.dir, "nats-store")
-	s.natsURL = fmt.Sprintf("nats://127.0.0.1:%d", s.natsPort)
-	s.nats = s.newProc("nats-server", s.bins.nats,
-		[]string{"-js", "-sd", s.natsStore, "-a", "127.0.0.1", "-p", strconv.Itoa(s.natsPort), "-n", "faults"},
-		environ())
-	if err := s.restartNATS(); err != nil {
-		s.t.Fatal(err)
-	}
-}
-
-// restartNATS starts the nats-server (again) on the same port and store and
-// waits until it is ready.
-func (s *system) restartNATS() error {
-	from := s.nats.log.size()
-	if err := s.nats.start(); err != nil {
-		return err
-	}
-	if _, err := s.nats.log.waitFrom(from, 30*time.Second, "Server is ready"); err != nil {
-		return fmt.Errorf("nats-server: %w\n%s", err, s.nats.log.tail(20))
-	}
-	return nil
-}
-
 func (s *system) newGateway(port int, embedded bool) *gatewayProc {
 	s.t.Helper()
 	n := len(s.gateways) + 1
@@ -282,7 +309,7 @@ func (s *system) newGateway(port int, embedded bool) *gatewayProc {
 		g.natsListen = fmt.Sprintf("127.0.0.1:%d", s.natsPort)
 		env = append(env, "TETHER_NATS_LISTEN="+g.natsListen)
 	} else {
-		env = append(env, "NATS_URL="+s.natsURL)
+		env = append(env, "NATS_URL="+s.natsURL, "TETHER_NATS_REPLICAS="+strconv.Itoa(s.replicas))
 	}
 	g.proc = s.newProc(fmt.Sprintf("gateway-%d", n), s.bins.gateway, nil, environ(env...))
 	s.gateways = append(s.gateways, g)
@@ -338,6 +365,7 @@ func (s *system) newRunner() *runnerProc {
 	r.proc = s.newProc(r.id, s.bins.runner, nil, environ(
 		"DATABASE_URL="+dbURL,
 		"NATS_URL="+s.natsURL,
+		"TETHER_NATS_REPLICAS="+strconv.Itoa(s.replicas),
 		"TETHER_RUNNER_ID="+r.id,
 		"TETHER_ENGINE=demo",
 		"TETHER_LEASE="+s.opts.lease.String(),
@@ -399,9 +427,10 @@ func waitFor(timeout time.Duration, what string, cond func() (bool, error)) erro
 }
 
 // saveArtifacts copies every process log and the summary of a failed test
-// to test-artifacts/faults/<test name>/ under the module root.
+// (of every test with TETHER_FAULT_KEEP_LOGS set) to
+// test-artifacts/faults/<test name>/ under the module root.
 func (s *system) saveArtifacts() {
-	if !s.t.Failed() {
+	if !s.t.Failed() && os.Getenv("TETHER_FAULT_KEEP_LOGS") == "" {
 		return
 	}
 	dst := s.artifactDir()

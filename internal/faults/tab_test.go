@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -43,7 +44,10 @@ type tab struct {
 	errs      []string    // error replies
 	reqN      int
 	current   *websocket.Conn // the connection of the running session
-	logf      func(format string, args ...any)
+	// local is the local address of every TCP connection the tab made, in
+	// order: behind the balancer it names the gateway each one reached.
+	local []string
+	logf  func(format string, args ...any)
 }
 
 // openTab starts a tab on url. With submit set it submits first; otherwise
@@ -74,9 +78,25 @@ func (tb *tab) close() {
 func (tb *tab) run() {
 	defer close(tb.done)
 	backoff := 250 * time.Millisecond
+	// A transport of the tab's own that records each connection's local
+	// address, and never reuses one: every dial is a new TCP connection.
+	dialer := &net.Dialer{Timeout: 5 * time.Second}
+	client := &http.Client{Transport: &http.Transport{
+		DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dialer.DialContext(ctx, network, addr)
+			if err == nil {
+				tb.mu.Lock()
+				tb.local = append(tb.local, c.LocalAddr().String())
+				tb.mu.Unlock()
+			}
+			return c, err
+		},
+	}}
 	for tb.ctx.Err() == nil {
 		dialCtx, cancel := context.WithTimeout(tb.ctx, 5*time.Second)
 		c, _, err := websocket.Dial(dialCtx, tb.url, &websocket.DialOptions{
+			HTTPClient: client,
 			HTTPHeader: http.Header{"Authorization": {"Bearer " + tb.token}},
 		})
 		cancel()
