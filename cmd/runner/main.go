@@ -97,7 +97,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // together with its database waits for it instead of failing at once.
 func openStore(ctx context.Context, o *config.Config, log *slog.Logger) (*postgres.Store, error) {
 	cfg := postgres.Config{IdempotencyTTL: o.IdempotencyTTL, PendingTimeout: o.PendingTimeout,
-		Lease: o.Lease, MaxAttempts: o.MaxAttempts, ResultInlineMax: o.ResultInlineMax}
+		Lease: o.Lease, MaxAttempts: o.MaxAttempts, ResultInlineMax: o.ResultInlineMax,
+		ApplicationName: postgres.RunnerApplicationName(o.RunnerID)}
 	return postgres.Dial(ctx, o.DatabaseURL, cfg, o.ConnectTimeout, func(err error) {
 		log.Warn("Postgres not reachable yet, retrying", "err", err)
 	})

@@ -38,6 +38,11 @@ type Config struct {
 	// GET /v1/results/{ref}) and the task's output is emptied, so snapshots
 	// stay small. Default 1 MiB, above any demo answer; negative = never.
 	ResultInlineMax int
+	// ApplicationName names this process's sessions in Postgres
+	// (application_name). Runners use RunnerApplicationName, so that
+	// maintenance can end the sessions of a frozen runner that still holds
+	// its task's row (stuck.go). Default: none, or what the URL says.
+	ApplicationName string
 }
 
 // withDefaults fills the zero fields and validates the result, once, in Open.

@@ -100,6 +100,7 @@ func (s *Store) ExpireLeases(ctx context.Context, fold task.Fold) (_ []task.Task
 // expireLease handles one task of ExpireLeases; ok is false when the task
 // changed (or another process took it) since it was found.
 func (s *Store) expireLease(ctx context.Context, r taskRow, fold task.Fold, now time.Time) (t task.Task, ok bool, err error) {
+	stuck := false
 	folded := r.Task
 	if fold != nil {
 		if folded, err = fold(ctx, r.Task); err != nil {
@@ -117,6 +118,7 @@ func (s *Store) expireLease(ctx context.Context, r taskRow, fold task.Fold, now 
 			WHERE id = $1 AND status = 'running' AND attempt = $2 AND seq = $3 AND lease_until < $4
 			FOR UPDATE SKIP LOCKED`, r.ID, r.Attempt, r.Seq, now))
 		if errors.Is(err, pgx.ErrNoRows) {
+			stuck = true // changed since it was found, or locked (stuck.go)
 			return nil
 		}
 		if err != nil {
@@ -142,6 +144,14 @@ func (s *Store) expireLease(ctx context.Context, r taskRow, fold task.Fold, now 
 		t, ok = next.Task, true
 		return nil
 	})
+	if err == nil && stuck {
+		if n, serr := s.endStuckSessions(ctx, r); serr != nil {
+			return t, ok, serr
+		} else if n > 0 {
+			return t, ok, fmt.Errorf("ended %d session(s) of lost runner %q that held the task: %w",
+				n, r.RunnerID, errStuckSessions)
+		}
+	}
 	return t, ok, err
 }
 

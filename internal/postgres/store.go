@@ -52,6 +52,9 @@ func Open(ctx context.Context, databaseURL string, cfg Config) (*Store, error) {
 	if poolCfg.ConnConfig.ConnectTimeout == 0 {
 		poolCfg.ConnConfig.ConnectTimeout = connectTimeout
 	}
+	if cfg.ApplicationName != "" {
+		poolCfg.ConnConfig.RuntimeParams["application_name"] = cfg.ApplicationName
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
