@@ -3,8 +3,10 @@
 # DATABASE_URL / TEST_DATABASE_URL are not set.
 
 GO ?= go
+# Trials of each fault scenario in `make test-faults`.
+TETHER_FAULT_TRIALS ?= 10
 
-.PHONY: run test test-go test-ui test-e2e bench build ui ui-deps clean vet
+.PHONY: run test test-go test-ui test-e2e test-faults bench build ui ui-deps clean vet
 
 ## run: build everything and start Postgres, the gateway (embedded NATS) and one runner
 run: build
@@ -30,6 +32,12 @@ vet:
 
 test-go:
 	./scripts/with-test-pg.sh $(GO) test -race -count=1 -timeout 20m ./...
+
+## test-faults: the whole fault harness (internal/faults): a NATS cluster, two gateways, two
+## runners and real faults, every scenario 10 times; figures in test-artifacts/faults/figures.txt
+test-faults:
+	TETHER_FAULTS=all TETHER_FAULT_TRIALS=$(TETHER_FAULT_TRIALS) ./scripts/with-test-pg.sh $(GO) test -count=1 -timeout 80m ./internal/faults/
+	@cat test-artifacts/faults/figures.txt
 
 test-ui: ui-deps
 	cd frontend && npm test
