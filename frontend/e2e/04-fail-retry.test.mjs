@@ -15,7 +15,9 @@ test('/fail: error and retry; the retry is attempt 2 of the same task', { timeou
     const conv = await page.evaluate(() => window.tether.conversationId);
     const answer = `${sel.assistant}[data-task-id="${id}"]`;
     await waitStatus(page, id, 'failed');
-    assert.equal(await page.textContent(`${answer} [data-testid="message-error"]`), 'demo failure');
+    // In plain words, with the engine's own message behind a disclosure.
+    assert.equal(await page.textContent(`${answer} [data-testid="error-text"]`), 'The assistant could not finish this answer. Try again.');
+    assert.equal(await page.textContent(`${answer} [data-testid="error-detail"]`), 'demo failure');
     await page.waitForSelector(`${answer} [data-testid="retry-button"]:visible`, { timeout: T.short });
     assert.equal(await answerText(page, id), streamText(3), 'the text generated before the failure stays');
     assert.deepEqual(await sys.rows(`SELECT status, attempt, error FROM tasks WHERE id = '${id}'`), [['failed', '1', 'demo failure']]);
@@ -27,7 +29,7 @@ test('/fail: error and retry; the retry is attempt 2 of the same task', { timeou
     await page.waitForFunction((id) => window.tether.taskState(id)?.task?.attempt === 2 && window.tether.taskState(id).task.status === 'failed', id, { timeout: T.short });
     await waitStatus(page, id, 'failed');
     await page.waitForSelector(`${answer} .meta:text("Failed (attempt 2)")`, { timeout: T.short });
-    assert.equal(await page.textContent(`${answer} [data-testid="message-error"]`), 'demo failure');
+    assert.equal(await page.textContent(`${answer} [data-testid="error-detail"]`), 'demo failure');
     await page.waitForSelector(`${answer} [data-testid="retry-button"]:visible`, { timeout: T.short });
     assert.equal(await answerText(page, id), streamText(3), 'attempt 2 streamed the same text, not appended to the first');
 

@@ -63,7 +63,8 @@ test('history: older pages load on scroll up, in order, no duplicates', { timeou
     for (let i = 0; i < COUNT; i++) {
       const [u, a] = [shown[2 * i], shown[2 * i + 1]];
       assert.deepEqual([u.role, u.task, u.text], ['user', ids[i], `/stream ${i + 1} 0`], `message ${2 * i} in order`);
-      assert.deepEqual([a.role, a.task, a.status, a.text], ['assistant', ids[i], 'done', streamText(i + 1)], `message ${2 * i + 1} in order`);
+      // Answers are rendered Markdown: a paragraph, without the trailing space.
+      assert.deepEqual([a.role, a.task, a.status, a.text], ['assistant', ids[i], 'done', streamText(i + 1).trimEnd()], `message ${2 * i + 1} in order`);
     }
     // Older pages went in front without moving what was on screen; at the very top is the first question.
     await page.locator('[data-testid="message-list"]').evaluate((el) => el.scrollTo(0, 0));

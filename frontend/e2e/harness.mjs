@@ -337,7 +337,8 @@ const probes = () => {
         if (el.hasAttribute('data-value') && !el.hidden) window.__progress.push({ task: taskOf(el), value: Number(el.getAttribute('data-value')) });
         return;
       case 'message-content':
-        if (el.closest('[data-role="assistant"]')) window.__texts.push({ task: taskOf(el), len: el.textContent.length, at: performance.now() });
+        // An answer is rendered Markdown: its data-source-length says how much of its text it shows.
+        if (el.closest('[data-role="assistant"]')) window.__texts.push({ task: taskOf(el), len: Number(el.dataset.sourceLength ?? el.textContent.length), at: performance.now() });
         return;
       case 'connection':
         if (window.__conn[window.__conn.length - 1] !== el.getAttribute('data-state')) window.__conn.push(el.getAttribute('data-state'));
@@ -354,7 +355,7 @@ const probes = () => {
         for (const el of n.querySelectorAll(interesting)) record(el);
       }
     }
-  }).observe(document, { subtree: true, childList: true, attributes: true, attributeFilter: ['data-value', 'data-state', 'hidden'] });
+  }).observe(document, { subtree: true, childList: true, attributes: true, attributeFilter: ['data-value', 'data-state', 'hidden', 'data-source-length'] });
 };
 
 export async function newContext(browser, name) {
@@ -439,8 +440,26 @@ export function assistantOf(page, taskId) {
   return page.locator(`${sel.assistant}[data-task-id="${taskId}"]`);
 }
 
-/** The assistant message's text, exactly as rendered (textContent keeps the trailing space). */
+/**
+ * The assistant message's text, exactly: the Markdown source of what the
+ * answer shows (its data-source-length characters of the text the client
+ * holds). It first gives the render a moment to catch up with the text.
+ */
 export async function answerText(page, taskId) {
+  const read = (id) => {
+    const el = document.querySelector(`[data-testid="message"][data-role="assistant"][data-task-id="${id}"] [data-testid="message-content"]`);
+    if (!el) return { text: null, caughtUp: true };
+    const m = window.tether.view().messages.find((x) => x.role === 'assistant' && x.task_id === id);
+    const len = Number(el.dataset.sourceLength ?? -1);
+    if (!m || len < 0) return { text: el.textContent, caughtUp: true };
+    return { text: m.content.slice(0, len), caughtUp: len === m.content.length };
+  };
+  await page.waitForFunction(`(${read.toString()})(${JSON.stringify(taskId)}).caughtUp`, null, { timeout: 2000 }).catch(() => undefined);
+  return (await page.evaluate(read, taskId)).text;
+}
+
+/** The answer's text as the page shows it (rendered Markdown: textContent). */
+export async function renderedText(page, taskId) {
   return page.evaluate((id) => document.querySelector(`[data-testid="message"][data-role="assistant"][data-task-id="${id}"] [data-testid="message-content"]`)?.textContent ?? null, taskId);
 }
 
@@ -460,6 +479,39 @@ export async function waitTextAtLeast(page, taskId, n, timeout = T.long) {
 export async function progressOf(page, taskId) {
   const v = await page.getAttribute(`${sel.assistant}[data-task-id="${taskId}"] [data-testid="progress"]`, 'data-value', { timeout: T.short });
   return v === null ? null : Number(v);
+}
+
+/**
+ * Screenshots of a page's present state on a desktop (as it is), in dark
+ * mode and at phone width (390x844, the drawer closed), restored afterwards:
+ * test-artifacts/e2e/<name>-desktop.png, -dark.png, -phone.png. prepare(page),
+ * if given, runs before each shot (to scroll something into view).
+ */
+export async function threeShots(page, name, prepare = async () => undefined) {
+  const size = page.viewportSize();
+  const shot = async (suffix) => {
+    await prepare(page);
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+    await page.screenshot({ path: path.join(artifacts, `${name}-${suffix}.png`) });
+  };
+  await shot('desktop');
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await shot('dark');
+  await page.emulateMedia({ colorScheme: 'light' });
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.waitForFunction(() => (document.querySelector('.sidebar')?.getBoundingClientRect().right ?? 0) <= 0, null, { timeout: T.short }).catch(() => undefined);
+  await shot('phone');
+  await page.setViewportSize(size);
+}
+
+/** The demo engine's /markdown answer, as docs/protocol.md holds it (a Go test keeps it equal to the engine's). */
+export function demoMarkdown() {
+  const doc = fs.readFileSync(path.join(root, 'docs', 'protocol.md'), 'utf8');
+  const open = '<!-- demo /markdown: made from internal/engine/demo_markdown.go -->\n````markdown\n';
+  const i = doc.indexOf(open);
+  if (i < 0) throw new Error('docs/protocol.md holds no /markdown answer');
+  const rest = doc.slice(i + open.length);
+  return rest.slice(0, rest.indexOf('\n````\n'));
 }
 
 // ---- one scenario -------------------------------------------------------------

@@ -30,7 +30,7 @@ function setup(opts: { maxTasks?: number; storage?: MemoryStorage } = {}) {
   const storage = opts.storage ?? new MemoryStorage();
   const client = new TetherClient({ platform: p, storage, channel: null, uuid: seqUUID(), url: 'ws://x/v1/ws', pingIntervalMs: 0, maxTasks: opts.maxTasks });
   const notices: string[] = [];
-  client.events.on('notice', (n) => notices.push(n.text));
+  client.events.on('notice', (n) => notices.push(`${n.text} ${n.detail ?? ''}`));
   const started = client.start();
   return { p, client, storage, started, notices };
 }

@@ -2,7 +2,8 @@ import type { BackoffOptions } from './backoff';
 import { Connection, type ConnectionState } from './connection';
 import { applyTask, mergeFirstPage, mergeOlderPage, titleFrom, touchLocal, type ConversationItem } from './conversations';
 import { Emitter } from './emitter';
-import { TetherError } from './errors';
+import { describeError } from './errortext';
+import { NotConnectedError, TetherError } from './errors';
 import { addLocal, localPair, mergeNewest, mergeOlder, type ChatMessage } from './history';
 import { browserPlatform, sameOriginWsUrl, type Platform } from './platform';
 import { isActive, isTerminal, Limits, Paths, type Attachment, type Task, type TaskChangedEvent } from './protocol';
@@ -69,7 +70,7 @@ export interface ClientEvents extends Record<string, unknown> {
   conversations: ConversationItem[];
   view: ConversationView;
   /** Something the user should be told once (a refused submit, a failed cancel). */
-  notice: { level: 'info' | 'error'; text: string };
+  notice: { level: 'info' | 'error'; text: string; detail?: string | null };
 }
 
 /** Submit codes that no retry of the same submit can fix. */
@@ -272,7 +273,7 @@ export class TetherClient {
       this.olderCursor = r.next;
       this.hasOlder = r.next !== null;
     } catch (err) {
-      if (gen === this.historyGen) this.notice('error', `Could not load older messages: ${errText(err)}`);
+      if (gen === this.historyGen) this.notice('error', 'Could not load older messages.', err);
     } finally {
       if (gen === this.historyGen) {
         this.loadingOlder = false;
@@ -291,7 +292,7 @@ export class TetherClient {
       this.convCursor = r.next;
       this.events.emit('conversations', this.convList);
     } catch (err) {
-      this.notice('error', `Could not load conversations: ${errText(err)}`);
+      this.notice('error', 'Could not load conversations.', err);
     }
   }
 
@@ -337,14 +338,25 @@ export class TetherClient {
     this.channel?.post({ kind: 'cancel', task_id: taskId });
     try {
       const r = await this.connection.request({ type: 'cancel', task_id: taskId }, { wait: true });
-      if (r.type === 'cancelled') this.onCancelled(r.task);
+      if (r.type !== 'cancelled') return;
+      if (r.task.status === 'done' || r.task.status === 'failed') {
+        // The stop reached the server after the answer ended (it was pressed
+        // offline, or as the last words came): say so rather than show a
+        // finished answer as if the stop had been ignored.
+        const st = this.tasks.get(taskId);
+        if (st) st.finishedFirst = true;
+        this.notice('info', r.task.status === 'done' ? 'The answer finished before it could be stopped.' : 'The answer had already failed before it could be stopped.');
+      }
+      this.onCancelled(r.task);
+      const st = this.tasks.get(taskId);
+      if (st) this.emitViewIf(st.conversation_id);
     } catch (err) {
       const st = this.tasks.get(taskId);
       if (st) {
         st.cancelling = false;
         this.emitViewIf(st.conversation_id);
       }
-      this.notice('error', `Could not cancel: ${errText(err)}`);
+      this.notice('error', 'Could not stop the answer.', err);
     }
   }
 
@@ -392,7 +404,7 @@ export class TetherClient {
     });
     conn.events.on('message', (m) => {
       if (m.type === 'task') this.onTaskEvent(m);
-      else if (m.type === 'error') this.notice('error', m.message);
+      else if (m.type === 'error') this.notice('error', '', new TetherError(m.code, m.message));
     });
     subs.events.on('attempt', ({ id, attempt, keep }) => {
       // Its update follows at once and renders it.
@@ -507,10 +519,10 @@ export class TetherClient {
       this.subscriptions.unfollow(id);
       const retryable = !permanentSubscribe.has(error.code);
       if (s) {
-        s.localError = { code: error.code, message: `Could not follow this answer: ${error.message || error.code}`, retryable };
+        s.localError = { code: error.code, message: error.message, retryable };
         this.emitViewIf(s.conversation_id);
       }
-      this.notice('error', `Could not follow an answer: ${error.message || error.code}`);
+      this.notice('error', 'Could not follow an answer.', error);
       return;
     }
     this.subscriptions.unfollow(id);
@@ -521,10 +533,10 @@ export class TetherClient {
     }
     if (s) {
       s.sending = false;
-      s.localError = { code: error.code, message: submitErrorText(error), retryable };
+      s.localError = { code: error.code, message: error.message, retryable };
       this.emitViewIf(s.conversation_id);
     }
-    this.notice('error', submitErrorText(error));
+    this.notice('error', 'The message was not sent.', error);
   }
 
   private onCancelled(task: Task): void {
@@ -711,7 +723,7 @@ export class TetherClient {
         this.convListLoaded = true;
         this.events.emit('conversations', this.convList);
       },
-      (err) => this.notice('error', `Could not load conversations: ${errText(err)}`),
+      (err) => this.notice('error', 'Could not load conversations.', err),
     );
   }
 
@@ -733,13 +745,24 @@ export class TetherClient {
     return this.messages.some((m) => m.task_id === taskId && m.role === 'assistant');
   }
 
-  private notice(level: 'info' | 'error', text: string): void {
-    this.events.emit('notice', { level, text });
+  /** Tells the user something once; an error is said in plain words by its code, with the detail kept. */
+  private notice(level: 'info' | 'error', text: string, err?: unknown): void {
+    if (err === undefined) {
+      this.events.emit('notice', { level, text, detail: null });
+      return;
+    }
+    const human =
+      err instanceof TetherError
+        ? describeError(err.code, err.message)
+        : err instanceof NotConnectedError
+          ? { text: 'The connection was lost; it will be tried again once it is back.', detail: err.message }
+          : { text: 'Something went wrong.', detail: errText(err) };
+    this.events.emit('notice', { level, text: text ? `${text} ${human.text}` : human.text, detail: human.detail });
   }
 }
 
 function newState(id: string, conversationId: string): TaskState {
-  return { id, conversation_id: conversationId, content: undefined, task: undefined, sending: false, cancelling: false, localError: undefined, resumedAttempt: undefined };
+  return { id, conversation_id: conversationId, content: undefined, task: undefined, sending: false, cancelling: false, localError: undefined, resumedAttempt: undefined, finishedFirst: false };
 }
 
 function defaultStorage(): KeyValue | null {
@@ -756,17 +779,4 @@ function nowISO(p: Platform): string {
 
 function errText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
-}
-
-function submitErrorText(e: TetherError): string {
-  switch (e.code) {
-    case 'conflict':
-      return 'This message conflicts with one already sent.';
-    case 'rate_limited':
-      return 'Too many requests; try again in a moment.';
-    case 'too_large':
-      return 'The message is too long.';
-    default:
-      return e.message || e.code;
-  }
 }

@@ -45,4 +45,6 @@ export {
 } from './uploads';
 export { browserFileVault, memoryFileVault, browserLocks, browserUploadPlatform, listenDrafts } from './uploads-browser';
 export { randomUUID } from './uuid';
+export { describeError, describeTaskError, describeTooLong, type HumanError } from './errortext';
+export { nextAnnouncement, speakable, type Announcement } from './sentences';
 export * from './protocol';

@@ -24,6 +24,8 @@ export interface TaskState {
    * later (a reload, another device) does not know it, and shows no note.
    */
   resumedAttempt: number | undefined;
+  /** A stop was asked for and the server answered that the task had ended first. */
+  finishedFirst?: boolean;
 }
 
 /** A message as the UI shows it: the history row with the live task folded in. */
@@ -39,8 +41,12 @@ export interface ViewMessage {
   local: boolean;
   /** 0..100 while generating once a snapshot is known; null when unknown (or not generating). */
   progress: number | null;
-  /** The task's error (failed), or why the submit was refused. */
+  /** The task's error (failed), or why the submit was refused (the server's message). */
   error: string | null;
+  /** The code of a refused submit or subscribe; null for a task's own error. */
+  errorCode: string | null;
+  /** A stop was pressed but the answer had ended before it reached the server. */
+  finishedFirst: boolean;
   attempt: number | null;
   /** The current attempt continues an answer whose runner was lost (see TaskState.resumedAttempt). */
   resumed: boolean;
@@ -81,6 +87,8 @@ export function buildMessages(messages: ChatMessage[], tasks: ReadonlyMap<string
       local: !!m.local,
       progress: null,
       error: null,
+      errorCode: null,
+      finishedFirst: !!s?.finishedFirst,
       attempt: null,
       resumed: false,
       sending: false,
@@ -98,6 +106,7 @@ export function buildMessages(messages: ChatMessage[], tasks: ReadonlyMap<string
     if (s?.localError) {
       v.status = 'failed';
       v.error = s.localError.message;
+      v.errorCode = s.localError.code;
       v.content = t ? t.output : '';
     } else if (s?.sending && !t) {
       v.status = 'generating';

@@ -1,4 +1,4 @@
-import { TetherClient, type ConversationItem, type ConversationView, type Uploads } from '../lib';
+import { describeTooLong, Limits, TetherClient, utf8ByteLength, type ConversationItem, type ConversationView, type Uploads } from '../lib';
 import { Composer } from './composer';
 import { h, text } from './dom';
 import { Indicator } from './indicator';
@@ -41,6 +41,11 @@ export function mountApp(root: HTMLElement, client: TetherClient, uploads: Uploa
   const composer = new Composer({
     send: (value) => {
       const conv = client.conversationId;
+      const bytes = utf8ByteLength(value);
+      if (bytes > Limits.maxContentBytes) {
+        toast(describeTooLong(bytes, Limits.maxContentBytes).text);
+        return false;
+      }
       const attachments = uploads.ready(conv);
       if (attachments === null) {
         toast('Wait for the files to finish uploading.');
@@ -51,6 +56,8 @@ export function mountApp(root: HTMLElement, client: TetherClient, uploads: Uploa
         // lets go of them: a reload in between loses neither.
         client.submit(value, conv, attachments);
         uploads.take(conv);
+        messages.toBottom();
+        composer.input.focus();
         return true;
       } catch (err) {
         toast(err instanceof Error ? err.message : String(err));
@@ -68,22 +75,33 @@ export function mountApp(root: HTMLElement, client: TetherClient, uploads: Uploa
   const menu = h('button', { type: 'button', class: 'menu-button', 'aria-label': 'Show conversations', 'aria-controls': 'sidebar', 'data-testid': 'menu-button' }, h('span', { 'aria-hidden': 'true' }, '☰'));
   menu.addEventListener('click', () => root.classList.toggle('drawer-open'));
   const title = h('h1', { class: 'chat-title', 'data-testid': 'chat-title' });
-  const notice = h('div', { class: 'notice', role: 'alert', 'data-testid': 'notice', hidden: true });
+  const noticeText = h('span', { 'data-testid': 'notice-text' });
+  const noticeDetail = h('code', { 'data-testid': 'notice-detail' });
+  const noticeMore = h('details', { class: 'error-more' }, h('summary', {}, 'Details'), noticeDetail);
+  const notice = h('div', { class: 'notice', role: 'alert', 'data-testid': 'notice', hidden: true }, noticeText, noticeMore);
   const scrim = h('div', { class: 'scrim', 'aria-hidden': 'true' });
   scrim.addEventListener('click', closeDrawer);
 
   root.replaceChildren(
     sidebar.el,
     scrim,
-    h('main', { class: 'chat' }, h('header', { class: 'topbar' }, menu, title, indicator.el), messages.el, notice, composer.el),
+    h('main', { class: 'chat' }, h('header', { class: 'topbar' }, menu, title, indicator.el), messages.frame, notice, composer.el),
   );
 
   let noticeTimer: number | undefined;
-  function toast(msg: string): void {
-    text(notice, msg);
+  function toast(msg: string, detail: string | null = null): void {
+    text(noticeText, msg);
+    text(noticeDetail, detail ?? '');
+    noticeMore.hidden = detail === null;
+    (noticeMore as HTMLDetailsElement).open = false;
     notice.hidden = false;
     window.clearTimeout(noticeTimer);
-    noticeTimer = window.setTimeout(() => (notice.hidden = true), 6000);
+    // A notice with details stays while the reader has them open.
+    const hide = () => {
+      if ((noticeMore as HTMLDetailsElement).open) noticeTimer = window.setTimeout(hide, 2000);
+      else notice.hidden = true;
+    };
+    noticeTimer = window.setTimeout(hide, detail === null ? 6000 : 10000);
   }
 
   function renderTitle(): void {
@@ -93,7 +111,10 @@ export function mountApp(root: HTMLElement, client: TetherClient, uploads: Uploa
     document.title = `${t} · Tether`;
   }
 
-  client.events.on('connection', (s) => indicator.update(s));
+  client.events.on('connection', (s) => {
+    indicator.update(s);
+    messages.setLive(s.kind === 'open');
+  });
   // Upload progress comes in bursts: draw the chips at most once a frame.
   let chipsFrame = 0;
   const renderDrafts = () => {
@@ -119,11 +140,31 @@ export function mountApp(root: HTMLElement, client: TetherClient, uploads: Uploa
     sidebar.render(l, view.id, client.hasOlderConversations);
     renderTitle();
   });
-  client.events.on('notice', (n) => toast(n.text));
+  client.events.on('notice', (n) => toast(n.text, n.detail ?? null));
+
+  // Escape closes the drawer when it is open, else stops the answer in progress.
+  document.addEventListener('keydown', (ev) => {
+    if (ev.key !== 'Escape' || ev.defaultPrevented || ev.isComposing) return;
+    if (root.classList.contains('drawer-open')) {
+      closeDrawer();
+      menu.focus();
+      ev.preventDefault();
+      return;
+    }
+    const running = view.messages.find((m) => m.status === 'generating' && m.canCancel && m.task_id);
+    if (running?.task_id) {
+      ev.preventDefault();
+      void client.cancel(running.task_id);
+    }
+  });
 
   indicator.update(client.state);
+  messages.setLive(client.state.kind === 'open');
   messages.render(view);
   composer.setBusy(view.busy);
   composer.setDrafts(uploads.list(view.id));
   sidebar.render(list, view.id, false);
+  // The message box has the focus from the start, as in every chat; not on a
+  // touch screen, where it would open the keyboard over the conversation.
+  if (!window.matchMedia?.('(pointer: coarse)').matches) composer.input.focus();
 }

@@ -7,6 +7,15 @@ const paths: Record<string, string> = {
   play: 'M8 5.5v13l10-6.5z',
   retry: 'M20 12a8 8 0 1 1-2.3-5.7M20 4v4.5h-4.5',
   download: 'M12 4v11m0 0l-4.5-4.5M12 15l4.5-4.5M5 19h14',
+  copy: 'M9 9h10v11H9zM5 15H4V4h11v1',
+  check: 'M5 12.5l4.5 4.5L19 7',
+  down: 'M12 5v14m0 0l-6-6m6 6l6-6',
+  edit: 'M4 20h4L19 9l-4-4L4 16zM13.5 6.5l4 4',
+  left: 'M15 6l-6 6 6 6',
+  right: 'M9 6l6 6-6 6',
+  trash: 'M4 7h16M9 7V4h6v3M6 7l1 13h10l1-13',
+  search: 'M11 18a7 7 0 1 1 0-14 7 7 0 0 1 0 14zM16.5 16.5L21 21',
+  more: 'M5 12h.01M12 12h.01M19 12h.01',
 };
 
 export type IconName = keyof typeof paths;

@@ -1,6 +1,7 @@
-import { formatBytes, Paths, type Attachment, type ConversationView, type ViewMessage } from '../lib';
+import { describeError, describeTaskError, formatBytes, nextAnnouncement, Paths, type Attachment, type ConversationView, type ViewMessage } from '../lib';
 import { attr, h, text } from './dom';
 import { icon } from './icons';
+import { copyText, MarkdownBody } from './markdown';
 
 interface Row {
   el: HTMLElement;
@@ -8,11 +9,17 @@ interface Row {
   /** The attachments the chips show, to redraw them only when they change. */
   filesKey: string;
   body: HTMLElement;
+  /** An answer's Markdown (user messages are shown as typed). */
+  md: MarkdownBody | null;
+  copy: HTMLButtonElement;
   meta: HTMLElement;
   resumed: HTMLElement;
   bar: HTMLElement;
   fill: HTMLElement;
   error: HTMLElement;
+  errorText: HTMLElement;
+  errorMore: HTMLElement;
+  errorDetail: HTMLElement;
   cancel: HTMLButtonElement;
   retry: HTMLButtonElement;
 }
@@ -35,17 +42,35 @@ export class MessageList {
   private readonly empty: HTMLElement;
   private readonly rows = new Map<string, Row>();
   private conversation = '';
+  /** The list and the button that takes the reader back to the newest message. */
+  readonly frame: HTMLElement;
+  private readonly down: HTMLButtonElement;
+  /** A live region that says answers in whole sentences (the list itself is not live). */
+  private readonly announcer: HTMLElement;
+  /** How much of each answer streamed here was announced. */
+  private readonly announced = new Map<string, number>();
+  private live = true;
+  private last: ConversationView | null = null;
 
   constructor(private readonly handlers: { cancel(taskId: string): void; retry(taskId: string): void; older(): void }) {
     this.top = h('div', { class: 'history-top', 'data-testid': 'history-top' });
     this.empty = h('div', { class: 'empty', hidden: true }, h('h2', {}, 'How can I help?'), h('p', {}, 'Ask anything. Answers keep going if you refresh, switch tabs or lose the network.'));
     this.inner = h('div', { class: 'messages-inner' });
-    this.el = h('div', { class: 'messages', 'data-testid': 'message-list', role: 'log', 'aria-label': 'Messages', 'aria-live': 'polite', tabindex: '0' }, this.top, this.empty, this.inner);
+    this.el = h('div', { class: 'messages', 'data-testid': 'message-list', role: 'region', 'aria-label': 'Messages', tabindex: '0' }, this.top, this.empty, this.inner);
+    this.down = h('button', { type: 'button', class: 'scroll-bottom', 'data-testid': 'scroll-bottom', 'aria-label': 'Scroll to the newest message', title: 'Scroll to the newest message', hidden: true }, icon('down'));
+    this.down.addEventListener('click', () => this.toBottom());
+    this.announcer = h('div', { class: 'sr-only', 'aria-live': 'polite', 'aria-atomic': 'false', 'data-testid': 'announcer' });
+    this.frame = h('div', { class: 'messages-frame' }, this.el, this.down, this.announcer);
     this.el.addEventListener('scroll', () => {
       if (this.el.scrollTop < 120) this.handlers.older();
+      this.syncDown();
     });
     this.inner.addEventListener('click', (ev) => {
       const b = (ev.target as Element).closest<HTMLButtonElement>('button[data-action]');
+      if (b?.dataset.action === 'copy-code' || b?.dataset.action === 'copy-message') {
+        void this.copy(b);
+        return;
+      }
       const task = b?.closest<HTMLElement>('[data-task-id]')?.dataset.taskId;
       if (!b || !task || b.disabled) return;
       if (b.dataset.action === 'cancel') this.handlers.cancel(task);
@@ -53,8 +78,77 @@ export class MessageList {
     });
   }
 
+  /** Copies a code block, or an answer's Markdown, and says so on the button for a moment. */
+  private async copy(b: HTMLButtonElement): Promise<void> {
+    let value: string | undefined;
+    if (b.dataset.action === 'copy-code') {
+      value = b.closest('.code-block')?.querySelector('pre code')?.textContent ?? undefined;
+    } else {
+      const key = b.closest<HTMLElement>('[data-key]')?.dataset.key;
+      value = key ? this.rows.get(key)?.md?.text : undefined;
+    }
+    if (value === undefined) return;
+    const ok = await copyText(value);
+    b.dataset.copied = ok ? 'true' : 'false';
+    const label = b.querySelector('.copy-label');
+    if (label) label.textContent = ok ? 'Copied' : 'Copy failed';
+    b.setAttribute('aria-label', ok ? 'Copied' : 'Copy failed');
+    window.setTimeout(() => {
+      delete b.dataset.copied;
+      if (label) label.textContent = 'Copy';
+      b.setAttribute('aria-label', b.dataset.action === 'copy-code' ? 'Copy code' : 'Copy answer');
+    }, 1500);
+  }
+
+  /** Whether events can arrive now; an answer in progress says it is paused when not. */
+  setLive(live: boolean): void {
+    if (live === this.live) return;
+    this.live = live;
+    if (this.last) this.render(this.last);
+  }
+
+  /** Scrolls to the newest message (after the user sent one). */
+  toBottom(): void {
+    this.el.scrollTop = this.el.scrollHeight;
+    this.syncDown();
+  }
+
+  private syncDown(): void {
+    const away = this.el.scrollHeight - this.el.scrollTop - this.el.clientHeight;
+    this.down.hidden = away < 160;
+    attr(this.down, 'data-streaming', this.last?.busy ? 'true' : null);
+  }
+
+  /**
+   * Says the complete sentences of the answers streaming in the open
+   * conversation that are new since the last time: an answer first seen
+   * while it streams is announced from where it was then, and once more at
+   * its end for the rest; answers loaded finished are not read out.
+   */
+  private announce(v: ConversationView): void {
+    for (const m of v.messages) {
+      if (m.role !== 'assistant' || !m.task_id) continue;
+      const final = m.status !== 'generating';
+      let upTo = this.announced.get(m.task_id);
+      if (upTo === undefined) {
+        if (final) continue;
+        upTo = m.content.length;
+      }
+      const a = nextAnnouncement(m.content, upTo, final);
+      if (final) this.announced.delete(m.task_id);
+      else this.announced.set(m.task_id, a.upTo);
+      if (a.say) {
+        this.announcer.append(h('p', {}, a.say));
+        while (this.announcer.childElementCount > 50) this.announcer.firstElementChild!.remove();
+      }
+    }
+  }
+
   render(v: ConversationView): void {
+    this.last = v;
     const switched = v.id !== this.conversation;
+    if (switched) this.announced.clear();
+    else this.announce(v);
     if (switched) {
       this.conversation = v.id;
       this.rows.clear();
@@ -72,7 +166,7 @@ export class MessageList {
       seen.add(key);
       let row = this.rows.get(key);
       if (!row) {
-        row = this.row(key);
+        row = this.row(key, m.role);
         this.rows.set(key, row);
       }
       this.patch(row, m);
@@ -99,24 +193,30 @@ export class MessageList {
       // Older messages went in front: keep what the user was reading where it was.
       this.el.scrollTop = topBefore + (this.el.scrollHeight - heightBefore);
     }
+    this.syncDown();
     // A short conversation cannot scroll; fetch older pages until it can.
     if (v.loaded && v.hasOlder && !v.loadingOlder && this.el.scrollHeight <= this.el.clientHeight + 120) this.handlers.older();
   }
 
-  private row(key: string): Row {
+  private row(key: string, role: string): Row {
     const body = h('div', { class: 'body', 'data-testid': 'message-content' });
+    const md = role === 'assistant' ? new MarkdownBody(body) : null;
+    const copy = h('button', { type: 'button', class: 'icon-button', 'data-action': 'copy-message', 'data-testid': 'copy-message', 'aria-label': 'Copy answer', title: 'Copy answer', hidden: true }, icon('copy'));
     const meta = h('div', { class: 'meta' });
     // Quiet, not an error: the answer carried on where it was after its worker was lost.
     const resumed = h('div', { class: 'note', 'data-testid': 'resumed-note', hidden: true }, 'Resumed after a server interruption');
     const fill = h('div', { class: 'fill' });
     const bar = h('div', { class: 'progress', role: 'progressbar', 'aria-label': 'Answer progress', 'aria-valuemin': '0', 'aria-valuemax': '100', 'data-testid': 'progress', hidden: true }, fill);
-    const error = h('div', { class: 'error', 'data-testid': 'message-error', hidden: true });
+    const errorText = h('span', { 'data-testid': 'error-text' });
+    const errorDetail = h('code', { 'data-testid': 'error-detail' });
+    const errorMore = h('details', { class: 'error-more' }, h('summary', {}, 'Details'), errorDetail);
+    const error = h('div', { class: 'error', role: 'alert', 'data-testid': 'message-error', hidden: true }, errorText, errorMore);
     const cancel = h('button', { type: 'button', class: 'button subtle', 'data-action': 'cancel', 'data-testid': 'cancel-button', hidden: true }, 'Stop');
     const retry = h('button', { type: 'button', class: 'button', 'data-action': 'retry', 'data-testid': 'retry-button', hidden: true }, 'Retry');
-    const actions = h('div', { class: 'actions' }, cancel, retry);
+    const actions = h('div', { class: 'actions' }, copy, cancel, retry);
     const files = h('div', { class: 'attachments', 'data-testid': 'message-attachments', hidden: true });
     const el = h('article', { class: 'message', 'data-testid': 'message', 'data-key': key }, files, body, bar, error, h('div', { class: 'footer' }, meta, resumed, actions));
-    return { el, files, filesKey: '', body, meta, resumed, bar, fill, error, cancel, retry };
+    return { el, files, filesKey: '', body, md, copy, meta, resumed, bar, fill, error, errorText, errorMore, errorDetail, cancel, retry };
   }
 
   private patch(r: Row, m: ViewMessage): void {
@@ -128,7 +228,9 @@ export class MessageList {
     attr(r.el, 'data-local', m.local ? 'true' : null);
     attr(r.el, 'aria-label', m.role === 'user' ? 'You' : 'Assistant');
     const generating = m.status === 'generating';
-    text(r.body, m.content);
+    if (r.md) r.md.set(m.content, !generating);
+    else text(r.body, m.content);
+    r.copy.hidden = m.role !== 'assistant' || generating || m.content === '';
     const filesKey = m.attachments.map((a) => a.id).join(',');
     if (filesKey !== r.filesKey) {
       r.filesKey = filesKey;
@@ -145,27 +247,37 @@ export class MessageList {
       r.bar.classList.toggle('indeterminate', m.progress === null);
       r.fill.style.width = m.progress === null ? '' : `${m.progress}%`;
     }
-    const err = m.status === 'failed' ? (m.error ?? 'The answer failed.') : null;
+    const err = m.status !== 'failed' ? null : m.errorCode ? describeError(m.errorCode, m.error) : describeTaskError(m.error);
     r.error.hidden = err === null;
-    if (err !== null) text(r.error, errorText(err));
+    if (err) {
+      text(r.errorText, err.text);
+      r.errorMore.hidden = err.detail === null;
+      text(r.errorDetail, err.detail ?? '');
+    }
+    r.body.classList.toggle('paused', generating && !this.live);
     r.cancel.hidden = !generating;
     r.cancel.disabled = !m.canCancel;
     text(r.cancel, m.cancelling ? 'Stopping…' : 'Stop');
     r.retry.hidden = !m.canRetry;
     r.resumed.hidden = !m.resumed;
-    text(r.meta, meta(m));
+    text(r.meta, meta(m, this.live));
   }
 }
 
-function meta(m: ViewMessage): string {
-  if (m.role === 'user') return m.sending ? 'Sending…' : '';
+function meta(m: ViewMessage, live: boolean): string {
+  if (m.role === 'user') return m.sending ? (live ? 'Sending…' : 'Waiting for the connection…') : '';
   switch (m.status) {
     case 'generating':
+      // Nothing can arrive while the connection is down: never "Writing…" then.
+      if (!live) return m.cancelling ? 'Stopping once reconnected…' : 'Paused — reconnecting…';
       if (m.sending) return 'Sending…';
       if (m.cancelling) return 'Stopping…';
       return m.content === '' ? 'Thinking…' : 'Writing…';
     case 'cancelled':
       return 'Stopped';
+    case 'done':
+      if (m.finishedFirst) return 'Finished before it could be stopped';
+      return m.attempt && m.attempt > 1 && !m.resumed ? `Attempt ${m.attempt}` : '';
     case 'failed':
       return m.attempt && m.attempt > 1 ? `Failed (attempt ${m.attempt})` : 'Failed';
     default:
@@ -174,16 +286,6 @@ function meta(m: ViewMessage): string {
   }
 }
 
-function errorText(code: string): string {
-  switch (code) {
-    case 'no_runner':
-      return 'No worker picked up this answer in time.';
-    case 'runner_lost':
-      return 'The worker answering this was lost, repeatedly.';
-    default:
-      return code;
-  }
-}
 
 /** A sent file: a link that downloads it (the server sends it as an attachment, with its name). */
 function attachmentChip(a: Attachment): HTMLElement {
