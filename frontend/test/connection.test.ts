@@ -100,6 +100,19 @@ describe('Connection', () => {
     expect(c.state.kind).toBe('connecting');
   });
 
+  it('ends an open socket at once when the browser goes offline', () => {
+    const { p, c } = setup();
+    c.start();
+    p.socket.open();
+    const first = p.socket;
+    p.setOnline(false);
+    expect(c.state.kind).toBe('offline');
+    expect(first.closedWith).toBe(4000);
+    p.setOnline(true);
+    expect(c.state.kind).toBe('connecting');
+    expect(p.socket).not.toBe(first);
+  });
+
   it('goes offline from a backoff wait, and reconnects at once when the page becomes visible', () => {
     const { p, c } = setup();
     c.start();

@@ -30,6 +30,9 @@ export interface ClientOptions {
   backoff?: BackoffOptions;
   pingIntervalMs?: number;
   pingTimeoutMs?: number;
+  /** Ping period and pong timeout while a followed answer streams; default 5 s and 3 s. */
+  streamingPingIntervalMs?: number;
+  streamingPingTimeoutMs?: number;
   connectTimeoutMs?: number;
   /** See ConnectionOptions.beforeRetry. */
   beforeRetry?: () => Promise<void>;
@@ -118,6 +121,9 @@ export class TetherClient {
   private historyError: string | null = null;
   private historyGen = 0;
 
+  private readonly idlePing: { intervalMs: number; timeoutMs: number };
+  private readonly streamingPing: { intervalMs: number; timeoutMs: number };
+
   private convList: ConversationItem[] = [];
   private convCursor: string | null = null;
   private convListLoaded = false;
@@ -134,6 +140,12 @@ export class TetherClient {
     this.resubscribeDelayMs = opts.resubscribeDelayMs ?? 2000;
     this.maxSubscribeRetries = opts.maxSubscribeRetries ?? 8;
     this.maxTasks = Math.max(opts.maxTasks ?? 500, 1);
+    this.idlePing = { intervalMs: opts.pingIntervalMs ?? 25_000, timeoutMs: opts.pingTimeoutMs ?? 10_000 };
+    this.streamingPing = {
+      // Pings off (0) stay off.
+      intervalMs: this.idlePing.intervalMs <= 0 ? 0 : Math.min(opts.streamingPingIntervalMs ?? 5_000, this.idlePing.intervalMs),
+      timeoutMs: Math.min(opts.streamingPingTimeoutMs ?? 3_000, this.idlePing.timeoutMs),
+    };
     this.connection = new Connection({
       maxQueued: opts.maxQueued,
       url: opts.url ?? (() => sameOriginWsUrl(Paths.ws)),
@@ -732,6 +744,7 @@ export class TetherClient {
   }
 
   private emitView(): void {
+    this.updateLiveness();
     this.events.emit('view', this.view());
     for (const id of this.clearWhenShown) {
       if (this.shows(id)) {
@@ -739,6 +752,20 @@ export class TetherClient {
         this.pointers.clearActive(id);
       }
     }
+  }
+
+  /**
+   * While an answer streams, the connection proves it is alive every few
+   * seconds, so a path that died without a word (no close, no offline
+   * event) shows as "reconnecting" in seconds rather than half a minute.
+   */
+  private updateLiveness(): void {
+    const streaming = this.subscriptions.ids().some((id) => {
+      const t = this.subscriptions.get(id)?.task;
+      return !t || isActive(t.status);
+    });
+    if (streaming) this.connection.setLiveness(this.streamingPing.intervalMs, this.streamingPing.timeoutMs);
+    else this.connection.setLiveness(this.idlePing.intervalMs, this.idlePing.timeoutMs);
   }
 
   private shows(taskId: string): boolean {

@@ -104,8 +104,8 @@ export class Connection {
   private readonly pending = new Map<string, Outgoing>();
   private queue: Outgoing[] = [];
   private readonly unlisten: Array<() => void> = [];
-  private readonly pingIntervalMs: number;
-  private readonly pingTimeoutMs: number;
+  private pingIntervalMs: number;
+  private pingTimeoutMs: number;
   private readonly connectTimeoutMs: number;
   private readonly maxQueued: number;
 
@@ -170,6 +170,18 @@ export class Connection {
       return;
     }
     handler?.onFail(new NotConnectedError(out.wait ? 'too many requests waiting for the connection' : undefined));
+  }
+
+  /**
+   * Changes how often an open connection proves it is alive (a ping that
+   * must be answered within timeoutMs). The client pings often while an
+   * answer streams, so a path that died silently shows within seconds.
+   */
+  setLiveness(intervalMs: number, timeoutMs: number): void {
+    if (intervalMs === this.pingIntervalMs && timeoutMs === this.pingTimeoutMs) return;
+    this.pingIntervalMs = intervalMs;
+    this.pingTimeoutMs = timeoutMs;
+    if (this.st.kind === 'open' && this.pongTimer === null) this.schedulePing();
   }
 
   /** How many requests wait for the connection. */
@@ -358,8 +370,12 @@ export class Connection {
     if (this.st.kind === 'reconnecting') {
       this.clearRetry();
       this.setState({ kind: 'offline' });
-    } else if (this.st.kind === 'open') {
-      this.ping(); // the socket may survive a blip; a missing pong ends it
+    } else if ((this.st.kind === 'open' || this.st.kind === 'connecting') && this.socket) {
+      // Nothing can arrive while the browser has no network, and a socket
+      // can look open for many seconds after it went (Chromium keeps it
+      // until a write fails): say so now, and come back with a fresh
+      // snapshot once the network is back. A blip costs one reconnect.
+      this.abandon(this.socket);
     }
   }
 

@@ -89,7 +89,8 @@ export function mountApp(root: HTMLElement, client: TetherClient, uploads: Uploa
   );
 
   let noticeTimer: number | undefined;
-  function toast(msg: string, detail: string | null = null): void {
+  function toast(msg: string, detail: string | null = null, level: 'info' | 'error' = 'error'): void {
+    notice.dataset.level = level;
     text(noticeText, msg);
     text(noticeDetail, detail ?? '');
     noticeMore.hidden = detail === null;
@@ -140,7 +141,7 @@ export function mountApp(root: HTMLElement, client: TetherClient, uploads: Uploa
     sidebar.render(l, view.id, client.hasOlderConversations);
     renderTitle();
   });
-  client.events.on('notice', (n) => toast(n.text, n.detail ?? null));
+  client.events.on('notice', (n) => toast(n.text, n.detail ?? null, n.level));
 
   // Escape closes the drawer when it is open, else stops the answer in progress.
   document.addEventListener('keydown', (ev) => {
