@@ -28,6 +28,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/conversations/{id}/messages", s.api(s.getMessages))
 	mux.HandleFunc("GET /v1/results/{ref}", s.api(s.getResult))
 	mux.HandleFunc("DELETE /v1/conversations/{id}", s.api(s.deleteConversation))
+	mux.HandleFunc("PATCH /v1/conversations/{id}", s.api(s.renameConversation))
 	mux.HandleFunc("/v1/uploads", s.serveUploads)
 	mux.HandleFunc("/v1/uploads/", s.serveUploads)
 	// The same paths with any other method: a JSON 405 rather than the
@@ -197,7 +198,15 @@ func (s *Server) getConversations(w http.ResponseWriter, r *http.Request, user s
 	if err != nil {
 		return err
 	}
-	cs, next, err := s.store.Conversations(r.Context(), user, p)
+	var (
+		cs   []task.Conversation
+		next string
+	)
+	if q := r.URL.Query().Get("q"); q != "" {
+		cs, next, err = s.searchConversations(r.Context(), user, q, p)
+	} else {
+		cs, next, err = s.store.Conversations(r.Context(), user, p)
+	}
 	if err != nil {
 		return err
 	}

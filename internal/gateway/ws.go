@@ -238,7 +238,16 @@ func (ss *wsSession) handle(req protocol.Request) {
 		}
 		ss.send(protocol.History(req.Req, msgs, next))
 	case "conversations":
-		cs, next, err := s.store.Conversations(ss.ctx, user, task.Page{Before: req.Before, Limit: req.Limit})
+		var (
+			cs   []task.Conversation
+			next string
+			err  error
+		)
+		if p := (task.Page{Before: req.Before, Limit: req.Limit}); req.Query != "" {
+			cs, next, err = s.searchConversations(ss.ctx, user, req.Query, p)
+		} else {
+			cs, next, err = s.store.Conversations(ss.ctx, user, p)
+		}
 		if err != nil {
 			fail(err)
 			return

@@ -24,6 +24,7 @@ type cursorKind byte
 const (
 	cursorMessages      cursorKind = 'm'
 	cursorConversations cursorKind = 'c'
+	cursorSearch        cursorKind = 's'
 )
 
 const (

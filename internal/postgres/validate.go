@@ -67,22 +67,6 @@ func limit(n int) (int, error) {
 	return n, nil
 }
 
-// titleRunes bounds a conversation title, taken from its first message.
-const titleRunes = 80
-
-// title makes a one-line title of at most titleRunes runes from a message,
-// cut on a rune boundary.
-func title(content string) string {
-	t := strings.Join(strings.Fields(content), " ")
-	if utf8.RuneCountInString(t) <= titleRunes {
-		return t
-	}
-	n := 0
-	for i := range t {
-		if n == titleRunes-1 {
-			return strings.TrimRight(t[:i], " ") + "…"
-		}
-		n++
-	}
-	return t
-}
+// title is a new conversation's title: a short, clean one made from its
+// first message (task.Title).
+func title(content string) string { return task.Title(content) }

@@ -42,20 +42,22 @@ type Request struct {
 	Limit          int
 	// Attachments are the upload ids of a submit (PROTOCOL.md section 10).
 	Attachments []string
+	// Query is a conversations request's search ("q"): "" lists them all.
+	Query string
 }
 
 // requestFields lists, per type, the fields DecodeRequest reads. Any other
 // member of the object is ignored, so a client may send extra fields (and a
 // known field that its type does not use is extra too).
 var requestFields = map[string]struct {
-	taskID, conversationID, content, page, attachments bool
+	taskID, conversationID, content, page, attachments, query bool
 }{
 	TypeSubmit:        {taskID: true, conversationID: true, content: true, attachments: true},
 	TypeSubscribe:     {taskID: true},
 	TypeUnsubscribe:   {taskID: true},
 	TypeCancel:        {taskID: true},
 	TypeHistory:       {conversationID: true, page: true},
-	TypeConversations: {page: true},
+	TypeConversations: {page: true, query: true},
 	TypePing:          {},
 }
 
@@ -126,6 +128,11 @@ func DecodeRequest(data []byte) (Request, error) {
 	}
 	if fields.attachments {
 		if r.Attachments, err = decodeAttachments(obj); err != nil {
+			return r, err
+		}
+	}
+	if fields.query {
+		if r.Query, err = decodeQuery(obj); err != nil {
 			return r, err
 		}
 	}
@@ -212,6 +219,25 @@ func decodeCursor(obj map[string]json.RawMessage) (string, error) {
 	}
 	if len(s) > MaxCursorBytes {
 		return "", task.Errorf(task.CodeInvalid, "before: not a cursor")
+	}
+	return s, nil
+}
+
+// MaxQueryBytes bounds a search query ("q"); the store reads at most 200
+// characters of it.
+const MaxQueryBytes = 1024
+
+func decodeQuery(obj map[string]json.RawMessage) (string, error) {
+	raw, ok := present(obj, "q")
+	if !ok {
+		return "", nil
+	}
+	s, err := decodeString("q", raw)
+	if err != nil {
+		return "", err
+	}
+	if len(s) > MaxQueryBytes || !rawStringIsUTF8(raw) {
+		return "", task.Errorf(task.CodeInvalid, "q: at most %d bytes of UTF-8", MaxQueryBytes)
 	}
 	return s, nil
 }

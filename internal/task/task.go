@@ -161,6 +161,9 @@ type Conversation struct {
 	Title        string    `json:"title"`
 	UpdatedAt    time.Time `json:"updated_at"`
 	ActiveTaskID *string   `json:"active_task_id"`
+	// Snippet is a few words of the newest message a search matched (search
+	// results only; "" elsewhere, and then left out of the JSON).
+	Snippet string `json:"snippet,omitempty"`
 }
 
 // Result is an output too large to keep in its task (result_ref).

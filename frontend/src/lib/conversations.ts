@@ -1,3 +1,4 @@
+export { titleFrom } from './titles';
 import { isActive, type Conversation, type TaskInfo } from './protocol';
 
 /** A conversation list entry; `local` until the server has one with that id. */
@@ -46,11 +47,6 @@ export function touchLocal(list: ConversationItem[], id: string, title: string, 
   return [c, ...list.filter((x) => x.id !== id)];
 }
 
-/** A title for a conversation the server has not named yet: the first line, shortened. */
-export function titleFrom(content: string): string {
-  const line = content.trim().split('\n')[0]!.trim();
-  return line.length > 60 ? `${line.slice(0, 57)}...` : line || 'New conversation';
-}
 
 function dedupe(page: Conversation[]): Conversation[] {
   const seen = new Set<string>();

@@ -1,0 +1,53 @@
+package task
+
+import (
+	"regexp"
+	"strings"
+	"unicode/utf8"
+)
+
+// TitleRunes bounds a conversation title made from its first message.
+const TitleRunes = 48
+
+var (
+	titleLink    = regexp.MustCompile(`!?\[([^\]]*)\]\([^)]*\)`)
+	titleLead    = regexp.MustCompile(`^(?:#{1,6}\s+|>\s*|[-*+]\s+|\d+[.)]\s+)+`)
+	titleMarkup  = regexp.MustCompile("[*_`~]+")
+	titleFencing = regexp.MustCompile("^```+\\s*\\S*$")
+)
+
+// Title makes a short, clean title from a conversation's first message: its
+// first line with words in it (a code fence's opening line is skipped), with
+// Markdown markup dropped (headings, quotes, list markers, emphasis, code
+// ticks; a link by its text), whitespace collapsed, and cut after at most
+// TitleRunes runes at a word boundary with "…". A directive such as
+// "/stream 300 30" is shown as it was typed. The browser makes the same
+// title for a conversation it has not heard back about (frontend
+// src/lib/titles.ts); testdata/titles.json holds both to the same cases.
+func Title(content string) string {
+	line := ""
+	for _, l := range strings.Split(content, "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || titleFencing.MatchString(l) {
+			continue
+		}
+		line = l
+		break
+	}
+	line = titleLink.ReplaceAllString(line, "$1")
+	line = titleLead.ReplaceAllString(line, "")
+	line = titleMarkup.ReplaceAllString(line, "")
+	line = strings.Join(strings.Fields(line), " ")
+	if line == "" {
+		return "New conversation"
+	}
+	if utf8.RuneCountInString(line) <= TitleRunes {
+		return line
+	}
+	runes := []rune(line)
+	cut := string(runes[:TitleRunes-1])
+	if i := strings.LastIndexByte(cut, ' '); i >= len(cut)/2 {
+		cut = cut[:i]
+	}
+	return strings.TrimRight(cut, " ,;:.-–—") + "…"
+}
