@@ -17,25 +17,27 @@ var (
 )
 
 // Title makes a short, clean title from a conversation's first message: its
-// first line with words in it (a code fence's opening line is skipped), with
-// Markdown markup dropped (headings, quotes, list markers, emphasis, code
+// first paragraph (the lines up to a blank line or a code fence; a fence's
+// opening line before it is skipped), with Markdown markup dropped (headings, quotes, list markers, emphasis, code
 // ticks; a link by its text), whitespace collapsed, and cut after at most
 // TitleRunes runes at a word boundary with "…". A directive such as
 // "/stream 300 30" is shown as it was typed. The browser makes the same
 // title for a conversation it has not heard back about (frontend
 // src/lib/titles.ts); testdata/titles.json holds both to the same cases.
 func Title(content string) string {
-	line := ""
+	var lines []string
 	for _, l := range strings.Split(content, "\n") {
 		l = strings.TrimSpace(l)
 		if l == "" || titleFencing.MatchString(l) {
+			if len(lines) > 0 {
+				break
+			}
 			continue
 		}
-		line = l
-		break
+		lines = append(lines, titleLead.ReplaceAllString(l, ""))
 	}
+	line := strings.Join(lines, " ")
 	line = titleLink.ReplaceAllString(line, "$1")
-	line = titleLead.ReplaceAllString(line, "")
 	line = titleMarkup.ReplaceAllString(line, "")
 	line = strings.Join(strings.Fields(line), " ")
 	if line == "" {

@@ -9,20 +9,22 @@ const fence = /^```+\s*\S*$/;
 /**
  * The title a conversation gets from its first message, exactly as the
  * server makes it (internal/task/title.go; both are held to
- * internal/task/testdata/titles.json): the first line with words in it,
+ * internal/task/testdata/titles.json): the first paragraph,
  * Markdown markup dropped, whitespace collapsed, cut at a word boundary
  * after at most 48 characters with "…". Directives such as "/stream 300
  * 30" stay as typed. The client shows it until the server's list arrives.
  */
 export function titleFrom(content: string): string {
-  let line = '';
+  const lines: string[] = [];
   for (const raw of content.split('\n')) {
     const l = raw.trim();
-    if (l === '' || fence.test(l)) continue;
-    line = l;
-    break;
+    if (l === '' || fence.test(l)) {
+      if (lines.length) break;
+      continue;
+    }
+    lines.push(l.replace(lead, ''));
   }
-  line = line.replace(link, '$1').replace(lead, '').replace(markup, '');
+  let line = lines.join(' ').replace(link, '$1').replace(markup, '');
   line = line.split(/\s+/).filter(Boolean).join(' ');
   if (line === '') return 'New conversation';
   const runes = [...line];
