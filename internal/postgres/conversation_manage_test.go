@@ -43,7 +43,7 @@ func TestRenameConversation(t *testing.T) {
 func TestNewConversationTitleIsShortAndClean(t *testing.T) {
 	t.Parallel()
 	s, _ := setup(t, postgres.Config{})
-	submit(t, s, "alice", newID(), newID(), "## How do I **bold** text in `markdown`?\nmore")
+	submit(t, s, "alice", newID(), newID(), "## How do I **bold** text in `markdown`?\n\nmore")
 	convs, _, err := s.Conversations(context.Background(), "alice", task.Page{})
 	if err != nil || convs[0].Title != "How do I bold text in markdown?" {
 		t.Fatalf("title = %q, %v", convs[0].Title, err)
