@@ -1,12 +1,13 @@
 import type { BackoffOptions } from './backoff';
 import { Connection, type ConnectionState } from './connection';
-import { applyTask, mergeFirstPage, mergeOlderPage, titleFrom, touchLocal, type ConversationItem } from './conversations';
+import { applyConversationEvent, applyTask, mergeFirstPage, mergeOlderPage, titleFrom, touchLocal, type ConversationItem } from './conversations';
+import { apiRequest, browserFetch, type FetchLike } from './http';
 import { Emitter } from './emitter';
 import { describeError } from './errortext';
 import { NotConnectedError, TetherError } from './errors';
 import { addLocal, localPair, mergeNewest, mergeOlder, type ChatMessage } from './history';
 import { browserPlatform, sameOriginWsUrl, type Platform } from './platform';
-import { isActive, isTerminal, Limits, Paths, type Attachment, type Task, type TaskChangedEvent } from './protocol';
+import { isActive, isTerminal, Limits, Paths, type Attachment, type Conversation, type ConversationChangedEvent, type Task, type TaskChangedEvent } from './protocol';
 import { clearsPointer, decideRestore, type Lookup, type PendingSubmit } from './restore';
 import { Pointers, type KeyValue } from './storage';
 import { Subscriptions } from './subscription';
@@ -51,6 +52,18 @@ export interface ClientOptions {
   maxTasks?: number;
   /** Requests that may wait for the connection (see ConnectionOptions.maxQueued); default 256. */
   maxQueued?: number;
+  /** The HTTP API's fetch (renames, deletes); default the browser's on this origin. */
+  fetch?: FetchLike;
+}
+
+/** A search of the user's conversations, as the sidebar shows it. */
+export interface SearchState {
+  q: string;
+  results: Conversation[];
+  loading: boolean;
+  /** More results remain on the server. */
+  hasMore: boolean;
+  error: string | null;
 }
 
 /** The open conversation, ready to render. */
@@ -72,6 +85,7 @@ export interface ClientEvents extends Record<string, unknown> {
   connection: ConnectionState;
   conversations: ConversationItem[];
   view: ConversationView;
+  search: SearchState;
   /** Something the user should be told once (a refused submit, a failed cancel). */
   notice: { level: 'info' | 'error'; text: string; detail?: string | null };
 }
@@ -129,6 +143,10 @@ export class TetherClient {
   private convListLoaded = false;
   private opens = 0;
   private started = false;
+  private readonly fetch: FetchLike;
+  private searchState: SearchState = { q: '', results: [], loading: false, hasMore: false, error: null };
+  private searchCursor: string | null = null;
+  private searchGen = 0;
 
   constructor(opts: ClientOptions = {}) {
     this.platform = opts.platform ?? browserPlatform();
@@ -136,6 +154,7 @@ export class TetherClient {
     this.pointers = new Pointers(storage);
     this.channel = opts.channel === undefined ? browserTabChannel(storage) : opts.channel;
     this.uuid = opts.uuid ?? randomUUID;
+    this.fetch = opts.fetch ?? browserFetch();
     this.pageSize = Math.min(Math.max(opts.pageSize ?? Limits.defaultPage, 1), Limits.maxPage);
     this.resubscribeDelayMs = opts.resubscribeDelayMs ?? 2000;
     this.maxSubscribeRetries = opts.maxSubscribeRetries ?? 8;
@@ -308,6 +327,91 @@ export class TetherClient {
     }
   }
 
+  /**
+   * Renames a conversation (HTTP PATCH); every tab of the user hears of it
+   * from the server, this one at once.
+   */
+  async renameConversation(id: string, title: string): Promise<void> {
+    const t = title.trim();
+    if (t === '') throw new Error('a title cannot be empty');
+    const r = await apiRequest(this.fetch, 'PATCH', `${Paths.conversations}/${encodeURIComponent(id)}`, { title: t });
+    this.onConversationEvent({ type: 'conversation', action: 'renamed', conversation: r.body as Conversation });
+  }
+
+  /**
+   * Deletes a conversation (HTTP DELETE): its answers in progress are
+   * cancelled and its messages, tasks and files removed. Every tab hears of
+   * it; a tab that had it open moves to a new conversation.
+   */
+  async deleteConversation(id: string): Promise<void> {
+    await apiRequest(this.fetch, 'DELETE', `${Paths.conversations}/${encodeURIComponent(id)}`);
+    this.onConversationEvent({ type: 'conversation', action: 'deleted', conversation_id: id });
+  }
+
+  /** The current search of the user's conversations. */
+  get search(): SearchState {
+    return this.searchState;
+  }
+
+  /**
+   * Searches the user's conversations by title and message text; '' ends
+   * the search. A newer query makes the answers of older ones moot.
+   */
+  async searchConversations(q: string): Promise<void> {
+    const gen = ++this.searchGen;
+    this.searchCursor = null;
+    if (q.trim() === '') {
+      this.setSearch({ q: '', results: [], loading: false, hasMore: false, error: null });
+      return;
+    }
+    this.setSearch({ ...this.searchState, q, loading: true, error: null });
+    await this.fetchSearch(gen, q, undefined);
+  }
+
+  /** The next page of the current search's results. */
+  async loadMoreSearch(): Promise<void> {
+    const { q, loading } = this.searchState;
+    if (!q || loading || this.searchCursor === null) return;
+    this.setSearch({ ...this.searchState, loading: true });
+    await this.fetchSearch(this.searchGen, q, this.searchCursor);
+  }
+
+  private async fetchSearch(gen: number, q: string, before: string | undefined): Promise<void> {
+    try {
+      const r = await this.connection.request({ type: 'conversations', q, limit: this.pageSize, ...(before ? { before } : {}) }, { wait: true });
+      if (gen !== this.searchGen || r.type !== 'conversations') return;
+      this.searchCursor = r.next;
+      const results = before ? [...this.searchState.results, ...r.conversations.filter((c) => !this.searchState.results.some((x) => x.id === c.id))] : r.conversations;
+      this.setSearch({ q, results, loading: false, hasMore: r.next !== null, error: null });
+    } catch (err) {
+      if (gen !== this.searchGen) return;
+      const msg = err instanceof TetherError ? describeError(err.code, err.message).text : errText(err);
+      this.setSearch({ ...this.searchState, loading: false, error: msg });
+    }
+  }
+
+  private setSearch(s: SearchState): void {
+    this.searchState = s;
+    this.events.emit('search', s);
+  }
+
+  /** A conversation was renamed or deleted: here, in another tab, or on another device. */
+  private onConversationEvent(ev: ConversationChangedEvent): void {
+    const list = applyConversationEvent(this.convList, ev);
+    if (list !== this.convList) {
+      this.convList = list;
+      this.events.emit('conversations', this.convList);
+    }
+    const results = applyConversationEvent(this.searchState.results, ev);
+    if (results !== this.searchState.results) this.setSearch({ ...this.searchState, results });
+    if (ev.action === 'deleted' && ev.conversation_id === this.convId) {
+      // The conversation shown is gone: start a new one rather than show what no longer exists.
+      for (const [id, s] of this.tasks) if (s.conversation_id === ev.conversation_id) this.subscriptions.unfollow(id);
+      this.newConversation();
+      this.notice('info', 'This conversation was deleted.');
+    }
+  }
+
   // ---- writes ---------------------------------------------------------------
 
   /**
@@ -416,6 +520,7 @@ export class TetherClient {
     });
     conn.events.on('message', (m) => {
       if (m.type === 'task') this.onTaskEvent(m);
+      else if (m.type === 'conversation') this.onConversationEvent(m);
       else if (m.type === 'error') this.notice('error', '', new TetherError(m.code, m.message));
     });
     subs.events.on('attempt', ({ id, attempt, keep }) => {

@@ -1,5 +1,5 @@
 export { titleFrom } from './titles';
-import { isActive, type Conversation, type TaskInfo } from './protocol';
+import { isActive, type Conversation, type ConversationChangedEvent, type TaskInfo } from './protocol';
 
 /** A conversation list entry; `local` until the server has one with that id. */
 export interface ConversationItem extends Conversation {
@@ -51,4 +51,22 @@ export function touchLocal(list: ConversationItem[], id: string, title: string, 
 function dedupe(page: Conversation[]): Conversation[] {
   const seen = new Set<string>();
   return page.filter((c) => (seen.has(c.id) ? false : (seen.add(c.id), true)));
+}
+
+/**
+ * Applies a `conversation` event (a rename or a delete, here or in another
+ * tab or device) to a list: a renamed conversation keeps its place with its
+ * new title, a deleted one goes. Returns the list unchanged (the same array)
+ * when it does not hold the conversation.
+ */
+export function applyConversationEvent<T extends Conversation>(list: T[], ev: ConversationChangedEvent): T[] {
+  if (ev.action === 'deleted') {
+    const rest = list.filter((c) => c.id !== ev.conversation_id);
+    return rest.length === list.length ? list : rest;
+  }
+  const i = list.findIndex((c) => c.id === ev.conversation.id);
+  if (i === -1) return list;
+  const out = list.slice();
+  out[i] = { ...list[i]!, title: ev.conversation.title };
+  return out;
 }

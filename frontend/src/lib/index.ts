@@ -3,7 +3,7 @@
  * TetherClient is the whole thing; the rest is exported for apps that want
  * only a part (the connection, the subscriptions) and for tests.
  */
-export { TetherClient, type ClientOptions, type ClientEvents, type ConversationView } from './client';
+export { TetherClient, type ClientOptions, type ClientEvents, type ConversationView, type SearchState } from './client';
 export { Connection, type ConnectionState, type ConnectionOptions, type ReplyHandler, type SendOptions } from './connection';
 export { Subscriptions, type SubscriptionState, type TaskSubscription, type SubscriptionEvents } from './subscription';
 export { Backoff, backoffDelay, backoffCeiling, defaultBackoff, type BackoffOptions } from './backoff';
@@ -13,7 +13,10 @@ export { applyStreamEvent, applySnapshot, eventAttempt, type Applied, type Event
 export { utf8ByteLength, utf8Prefix } from './utf8';
 export { parseFrame, type ParsedFrame } from './frame';
 export { mergeNewest, mergeOlder, addLocal, localPair, type ChatMessage } from './history';
-export { mergeFirstPage, mergeOlderPage, applyTask, type ConversationItem } from './conversations';
+export { mergeFirstPage, mergeOlderPage, applyTask, applyConversationEvent, type ConversationItem } from './conversations';
+export { titleFrom, titleRunes } from './titles';
+export { dateGroup, groupByDate, messageTime, type DateGroup } from './dates';
+export { apiRequest, browserFetch, type FetchLike } from './http';
 export { buildMessages, messageStatus, type TaskState, type ViewMessage } from './view';
 export { Pointers, StorageKeys, type KeyValue, type ActivePointer } from './storage';
 export { browserTabChannel, storageTabChannel, type TabChannel, type SyncMessage } from './tabsync';

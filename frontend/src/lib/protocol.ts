@@ -78,6 +78,8 @@ export interface Conversation {
   updated_at: string;
   /** A pending or running task of this conversation, else null. */
   active_task_id: string | null;
+  /** Search results only: a few words of the newest message that matched ("" when the title did). */
+  snippet?: string;
 }
 
 /** Opaque keyset cursor. */
@@ -132,6 +134,8 @@ export interface ConversationsRequest {
   req?: string;
   before?: Cursor;
   limit?: number;
+  /** A search: conversations whose title or messages hold every word (docs/protocol.md). */
+  q?: string;
 }
 export interface PingRequest {
   type: 'ping';
@@ -234,6 +238,11 @@ export interface TaskChangedEvent {
   type: 'task';
   task: TaskInfo;
 }
+/** A conversation of this user was renamed or deleted, in any tab or device (docs/protocol.md). */
+export type ConversationChangedEvent =
+  | { type: 'conversation'; action: 'renamed'; conversation: Conversation }
+  | { type: 'conversation'; action: 'deleted'; conversation_id: string };
+
 export interface ErrorReply {
   type: 'error';
   req?: string;
@@ -254,6 +263,7 @@ export type ServerMessage =
   | ConversationsReply
   | StreamEvent
   | TaskChangedEvent
+  | ConversationChangedEvent
   | ErrorReply;
 
 /** WebSocket close codes Tether uses (internal/protocol/close.go). */

@@ -1,4 +1,4 @@
-import { describeTooLong, Limits, TetherClient, utf8ByteLength, type ConversationItem, type ConversationView, type Uploads } from '../lib';
+import { describeError, describeTooLong, Limits, TetherClient, TetherError, utf8ByteLength, type ConversationItem, type ConversationView, type Uploads } from '../lib';
 import { Composer } from './composer';
 import { h, text } from './dom';
 import { Indicator } from './indicator';
@@ -26,6 +26,23 @@ export function mountApp(root: HTMLElement, client: TetherClient, uploads: Uploa
       composer.input.focus();
     },
     more: () => void client.loadMoreConversations(),
+    rename: async (id, title) => {
+      try {
+        await client.renameConversation(id, title);
+      } catch (err) {
+        failed('The conversation was not renamed.', err);
+        sidebar.render(list, view.id, client.hasOlderConversations);
+      }
+    },
+    remove: async (id) => {
+      try {
+        await client.deleteConversation(id);
+      } catch (err) {
+        failed('The conversation was not deleted.', err);
+      }
+    },
+    search: (q) => void client.searchConversations(q),
+    moreResults: () => void client.loadMoreSearch(),
   });
   const messages = new MessageList({
     cancel: (id) => void client.cancel(id),
@@ -142,10 +159,17 @@ export function mountApp(root: HTMLElement, client: TetherClient, uploads: Uploa
     renderTitle();
   });
   client.events.on('notice', (n) => toast(n.text, n.detail ?? null, n.level));
+  client.events.on('search', (s) => sidebar.renderSearch(s, view.id));
+
+  /** A refused action, in plain words with the detail behind a disclosure. */
+  function failed(what: string, err: unknown): void {
+    const human = err instanceof TetherError ? describeError(err.code, err.message) : { text: 'The connection failed; try again.', detail: err instanceof Error ? err.message : String(err) };
+    toast(`${what} ${human.text}`, human.detail);
+  }
 
   // Escape closes the drawer when it is open, else stops the answer in progress.
   document.addEventListener('keydown', (ev) => {
-    if (ev.key !== 'Escape' || ev.defaultPrevented || ev.isComposing) return;
+    if (ev.key !== 'Escape' || ev.defaultPrevented || ev.isComposing || sidebar.busy) return;
     if (root.classList.contains('drawer-open')) {
       closeDrawer();
       menu.focus();

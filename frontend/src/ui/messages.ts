@@ -1,4 +1,4 @@
-import { describeError, describeTaskError, formatBytes, nextAnnouncement, Paths, type Attachment, type ConversationView, type ViewMessage } from '../lib';
+import { describeError, describeTaskError, formatBytes, messageTime, nextAnnouncement, Paths, type Attachment, type ConversationView, type ViewMessage } from '../lib';
 import { attr, h, text } from './dom';
 import { icon } from './icons';
 import { copyText, MarkdownBody } from './markdown';
@@ -13,6 +13,7 @@ interface Row {
   md: MarkdownBody | null;
   copy: HTMLButtonElement;
   meta: HTMLElement;
+  time: HTMLTimeElement;
   resumed: HTMLElement;
   bar: HTMLElement;
   fill: HTMLElement;
@@ -203,6 +204,7 @@ export class MessageList {
     const md = role === 'assistant' ? new MarkdownBody(body) : null;
     const copy = h('button', { type: 'button', class: 'icon-button', 'data-action': 'copy-message', 'data-testid': 'copy-message', 'aria-label': 'Copy answer', title: 'Copy answer', hidden: true }, icon('copy'));
     const meta = h('div', { class: 'meta' });
+    const time = h('time', { class: 'time', 'data-testid': 'message-time' });
     // Quiet, not an error: the answer carried on where it was after its worker was lost.
     const resumed = h('div', { class: 'note', 'data-testid': 'resumed-note', hidden: true }, 'Resumed after a server interruption');
     const fill = h('div', { class: 'fill' });
@@ -215,8 +217,8 @@ export class MessageList {
     const retry = h('button', { type: 'button', class: 'button', 'data-action': 'retry', 'data-testid': 'retry-button', hidden: true }, 'Retry');
     const actions = h('div', { class: 'actions' }, copy, cancel, retry);
     const files = h('div', { class: 'attachments', 'data-testid': 'message-attachments', hidden: true });
-    const el = h('article', { class: 'message', 'data-testid': 'message', 'data-key': key }, files, body, bar, error, h('div', { class: 'footer' }, meta, resumed, actions));
-    return { el, files, filesKey: '', body, md, copy, meta, resumed, bar, fill, error, errorText, errorMore, errorDetail, cancel, retry };
+    const el = h('article', { class: 'message', 'data-testid': 'message', 'data-key': key }, files, body, bar, error, h('div', { class: 'footer' }, time, meta, resumed, actions));
+    return { el, files, filesKey: '', body, md, copy, meta, time, resumed, bar, fill, error, errorText, errorMore, errorDetail, cancel, retry };
   }
 
   private patch(r: Row, m: ViewMessage): void {
@@ -261,6 +263,9 @@ export class MessageList {
     r.retry.hidden = !m.canRetry;
     r.resumed.hidden = !m.resumed;
     text(r.meta, meta(m, this.live));
+    attr(r.time, 'datetime', m.created_at);
+    text(r.time, messageTime(m.created_at, Date.now()));
+    attr(r.time, 'title', new Date(m.created_at).toLocaleString());
   }
 }
 

@@ -1,60 +1,204 @@
-import type { ConversationItem } from '../lib';
+import { groupByDate, type ConversationItem, type SearchState } from '../lib';
 import { attr, h, text } from './dom';
+import { icon } from './icons';
+
+export interface SidebarActions {
+  open(id: string): void;
+  create(): void;
+  more(): void;
+  rename(id: string, title: string): Promise<void>;
+  remove(id: string): Promise<void>;
+  search(q: string): void;
+  moreResults(): void;
+}
 
 /**
- * The conversation list: newest activity first, a running mark on every
- * conversation with a pending or running task, the open one highlighted, and
- * a button for a new conversation.
+ * The conversation list: a search box, then the conversations newest
+ * activity first under date headings (Today, Yesterday, Previous 7 days…),
+ * each with a running mark while it has an answer in progress and a menu to
+ * rename or delete it (deleting asks first); or, while a search is typed,
+ * the conversations that match with a few words of the message that did.
  */
 export class Sidebar {
   readonly el: HTMLElement;
   private readonly list: HTMLUListElement;
+  private readonly results: HTMLElement;
   private readonly more: HTMLButtonElement;
+  private readonly moreResults: HTMLButtonElement;
+  private readonly searchBox: HTMLInputElement;
+  private readonly searchNote: HTMLElement;
+  private readonly dialog: HTMLDialogElement;
+  private readonly dialogText: HTMLElement;
   private readonly items = new Map<string, HTMLLIElement>();
+  private last: { list: ConversationItem[]; openId: string; hasMore: boolean } = { list: [], openId: '', hasMore: false };
+  private search: SearchState = { q: '', results: [], loading: false, hasMore: false, error: null };
+  private editing: string | null = null;
+  private searchTimer: number | undefined;
+  private pendingDelete: string | null = null;
 
-  constructor(handlers: { open(id: string): void; create(): void; more(): void }) {
+  constructor(private readonly actions: SidebarActions, private readonly now: () => number = Date.now) {
     const newButton = h('button', { type: 'button', class: 'new-button', 'data-testid': 'new-conversation' }, h('span', { 'aria-hidden': 'true' }, '+'), ' New chat');
-    newButton.addEventListener('click', () => handlers.create());
-    this.list = h('ul', { class: 'conversation-list', 'data-testid': 'conversation-list', 'aria-label': 'Conversations' });
-    this.list.addEventListener('click', (ev) => {
-      const li = (ev.target as Element).closest<HTMLElement>('[data-id]');
-      if (li?.dataset.id) handlers.open(li.dataset.id);
+    newButton.addEventListener('click', () => actions.create());
+    this.searchBox = h('input', { type: 'search', class: 'search-box', placeholder: 'Search conversations', 'aria-label': 'Search conversations', 'data-testid': 'conversation-search', enterkeyhint: 'search' });
+    this.searchBox.addEventListener('input', () => {
+      window.clearTimeout(this.searchTimer);
+      const q = this.searchBox.value;
+      // Results come while typing, not on every key.
+      this.searchTimer = window.setTimeout(() => actions.search(q), q.trim() === '' ? 0 : 200);
     });
+    this.searchBox.addEventListener('keydown', (ev) => {
+      if (ev.key === 'Escape' && this.searchBox.value !== '') {
+        ev.preventDefault();
+        ev.stopPropagation();
+        this.searchBox.value = '';
+        actions.search('');
+      }
+    });
+    this.searchNote = h('div', { class: 'search-note', 'data-testid': 'search-note', hidden: true, role: 'status' });
+    this.list = h('ul', { class: 'conversation-list', 'data-testid': 'conversation-list', 'aria-label': 'Conversations' });
+    this.results = h('ul', { class: 'conversation-list results', 'data-testid': 'search-results', 'aria-label': 'Search results', hidden: true });
     this.more = h('button', { type: 'button', class: 'link-button more', hidden: true, 'data-testid': 'more-conversations' }, 'Show older');
-    this.more.addEventListener('click', () => handlers.more());
+    this.more.addEventListener('click', () => actions.more());
+    this.moreResults = h('button', { type: 'button', class: 'link-button more', hidden: true, 'data-testid': 'more-results' }, 'More results');
+    this.moreResults.addEventListener('click', () => actions.moreResults());
+
+    this.dialogText = h('p', {});
+    const cancel = h('button', { type: 'button', class: 'button subtle', 'data-testid': 'cancel-delete' }, 'Cancel');
+    const confirm = h('button', { type: 'button', class: 'button danger', 'data-testid': 'confirm-delete' }, 'Delete');
+    this.dialog = h('dialog', { class: 'confirm', 'data-testid': 'delete-dialog', 'aria-labelledby': 'delete-title' }, h('h2', { id: 'delete-title' }, 'Delete conversation?'), this.dialogText, h('div', { class: 'dialog-actions' }, cancel, confirm));
+    cancel.addEventListener('click', () => this.dialog.close());
+    confirm.addEventListener('click', () => {
+      const id = this.pendingDelete;
+      this.dialog.close();
+      if (id) void actions.remove(id);
+    });
+    this.dialog.addEventListener('close', () => (this.pendingDelete = null));
+
+    for (const ul of [this.list, this.results]) {
+      ul.addEventListener('click', (ev) => this.onClick(ev));
+      ul.addEventListener('keydown', (ev) => {
+        const li = (ev.target as Element).closest<HTMLElement>('[data-id]');
+        if (li && (ev.target as Element) === li && (ev.key === 'Enter' || ev.key === ' ')) {
+          ev.preventDefault();
+          actions.open(li.dataset.id!);
+        }
+      });
+    }
     this.el = h(
       'nav',
       { class: 'sidebar', id: 'sidebar', 'aria-label': 'Conversations', 'data-testid': 'sidebar' },
       h('div', { class: 'sidebar-head' }, h('span', { class: 'brand' }, 'Tether'), newButton),
+      h('div', { class: 'search' }, icon('search'), this.searchBox),
+      this.searchNote,
       this.list,
+      this.results,
       this.more,
+      this.moreResults,
+      this.dialog,
     );
   }
 
-  render(list: ConversationItem[], openId: string, hasMore: boolean): void {
-    const seen = new Set<string>();
-    let prev: Element | null = null;
-    for (const c of list) {
-      seen.add(c.id);
-      let li = this.items.get(c.id);
-      if (!li) {
-        li = h('li', { class: 'conversation', 'data-testid': 'conversation-item', 'data-id': c.id, role: 'button', tabindex: '0' }, h('span', { class: 'title' }), h('span', { class: 'running-mark', 'aria-hidden': 'true' }));
-        li.addEventListener('keydown', (ev) => {
-          if (ev.key === 'Enter' || ev.key === ' ') {
-            ev.preventDefault();
-            li!.click();
-          }
-        });
-        this.items.set(c.id, li);
+  private onClick(ev: MouseEvent): void {
+    const target = ev.target as Element;
+    const li = target.closest<HTMLElement>('[data-id]');
+    const id = li?.dataset.id;
+    if (!li || !id) return;
+    const action = target.closest<HTMLElement>('[data-action]')?.dataset.action;
+    if (action === 'menu') {
+      const menu = li.querySelector<HTMLElement>('.item-menu');
+      const open = menu?.hidden ?? false;
+      this.closeMenus();
+      if (menu && open) {
+        menu.hidden = false;
+        li.dataset.menu = 'open';
       }
-      const running = c.active_task_id !== null;
-      text(li.querySelector('.title')!, c.title || 'New conversation');
-      attr(li, 'data-running', String(running));
-      attr(li, 'aria-current', c.id === openId ? 'page' : null);
-      attr(li, 'aria-label', `${c.title || 'New conversation'}${running ? ' (answering)' : ''}`);
-      const want: Element | null = prev ? prev.nextElementSibling : this.list.firstElementChild;
-      if (want !== li) this.list.insertBefore(li, want);
-      prev = li;
+      return;
+    }
+    if (action === 'rename') {
+      this.closeMenus();
+      this.startRename(li, id);
+      return;
+    }
+    if (action === 'delete') {
+      this.closeMenus();
+      this.pendingDelete = id;
+      const title = li.querySelector('.title')?.textContent ?? 'this conversation';
+      text(this.dialogText, `“${title}” will be deleted with all its messages and files. An answer in progress is stopped. This cannot be undone.`);
+      this.dialog.showModal();
+      return;
+    }
+    if (target.closest('input, .item-menu')) return;
+    this.closeMenus();
+    this.actions.open(id);
+  }
+
+  private closeMenus(): void {
+    for (const m of this.el.querySelectorAll<HTMLElement>('.item-menu')) m.hidden = true;
+    for (const li of this.el.querySelectorAll<HTMLElement>('[data-menu]')) delete li.dataset.menu;
+  }
+
+  private startRename(li: HTMLElement, id: string): void {
+    const title = li.querySelector<HTMLElement>('.title')!;
+    const input = h('input', { type: 'text', class: 'rename-input', 'data-testid': 'rename-input', 'aria-label': 'New title', maxlength: '200' });
+    input.value = title.textContent ?? '';
+    this.editing = id;
+    title.hidden = true;
+    title.after(input);
+    input.focus();
+    input.select();
+    let done = false;
+    const finish = (save: boolean) => {
+      if (done) return;
+      done = true;
+      this.editing = null;
+      const value = input.value.trim();
+      input.remove();
+      title.hidden = false;
+      if (save && value !== '' && value !== title.textContent) {
+        text(title, value);
+        void this.actions.rename(id, value);
+      }
+    };
+    input.addEventListener('keydown', (ev) => {
+      if (ev.key === 'Enter') {
+        ev.preventDefault();
+        finish(true);
+      } else if (ev.key === 'Escape') {
+        ev.preventDefault();
+        ev.stopPropagation();
+        finish(false);
+      }
+    });
+    input.addEventListener('blur', () => finish(true));
+  }
+
+  /** Whether a rename is being typed or the delete question is open (Escape is theirs then). */
+  get busy(): boolean {
+    return this.editing !== null || this.dialog.open;
+  }
+
+  render(list: ConversationItem[], openId: string, hasMore: boolean): void {
+    this.last = { list, openId, hasMore };
+    const seen = new Set<string>();
+    const groups = groupByDate(list, this.now());
+    const frag: Element[] = [];
+    for (const g of groups) {
+      frag.push(h('li', { class: 'group-label', role: 'presentation', 'data-testid': 'conversation-group', 'data-label': g.label }, g.label));
+      for (const c of g.items) {
+        seen.add(c.id);
+        let li = this.items.get(c.id);
+        if (!li) {
+          li = this.item(c.id, 'conversation-item');
+          this.items.set(c.id, li);
+        }
+        this.patch(li, c, openId);
+        frag.push(li);
+      }
+    }
+    // Rebuild the order only when it changed, so an open rename field keeps its focus.
+    const current = [...this.list.children];
+    if (current.length !== frag.length || current.some((el, i) => el !== frag[i] && !(el.classList.contains('group-label') && frag[i]!.classList.contains('group-label') && el.textContent === frag[i]!.textContent))) {
+      this.list.replaceChildren(...frag);
     }
     for (const [id, li] of this.items) {
       if (!seen.has(id)) {
@@ -62,6 +206,73 @@ export class Sidebar {
         this.items.delete(id);
       }
     }
-    this.more.hidden = !hasMore;
+    this.more.hidden = !hasMore || this.search.q !== '';
   }
+
+  /** Shows a search's results in place of the list (or the list again when it is over). */
+  renderSearch(s: SearchState, openId: string): void {
+    this.search = s;
+    const searching = s.q.trim() !== '';
+    this.list.hidden = searching;
+    this.results.hidden = !searching;
+    this.moreResults.hidden = !searching || !s.hasMore;
+    this.searchNote.hidden = !searching || (s.results.length > 0 && !s.error);
+    text(this.searchNote, s.error ?? (s.loading ? 'Searching…' : 'No conversations match.'));
+    this.more.hidden = searching || !this.last.hasMore;
+    if (!searching) {
+      this.results.replaceChildren();
+      return;
+    }
+    const words = s.q.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean);
+    this.results.replaceChildren(
+      ...s.results.map((c) => {
+        const li = this.item(c.id, 'search-result');
+        this.patch(li, c, openId);
+        highlight(li.querySelector('.title')!, c.title || 'New conversation', words);
+        if (c.snippet) {
+          const snip = h('span', { class: 'snippet', 'data-testid': 'search-snippet' });
+          highlight(snip, c.snippet.replace(/[*_`#>]+/g, ''), words);
+          li.querySelector('.item-text')!.append(snip);
+        }
+        return li;
+      }),
+    );
+  }
+
+  private item(id: string, testid: string): HTMLLIElement {
+    const menu = h(
+      'div',
+      { class: 'item-menu', role: 'menu', hidden: true },
+      h('button', { type: 'button', role: 'menuitem', 'data-action': 'rename', 'data-testid': 'rename-conversation' }, icon('edit'), ' Rename'),
+      h('button', { type: 'button', role: 'menuitem', class: 'danger-text', 'data-action': 'delete', 'data-testid': 'delete-conversation' }, icon('trash'), ' Delete'),
+    );
+    return h(
+      'li',
+      { class: 'conversation', 'data-testid': testid, 'data-id': id, tabindex: '0' },
+      h('span', { class: 'item-text' }, h('span', { class: 'title' })),
+      h('span', { class: 'running-mark', 'aria-hidden': 'true' }),
+      h('button', { type: 'button', class: 'item-menu-button', 'data-action': 'menu', 'data-testid': 'conversation-menu', 'aria-label': 'Conversation actions', 'aria-haspopup': 'menu' }, icon('more')),
+      menu,
+    );
+  }
+
+  private patch(li: HTMLElement, c: ConversationItem, openId: string): void {
+    const running = c.active_task_id !== null;
+    if (this.editing !== c.id) text(li.querySelector('.title')!, c.title || 'New conversation');
+    attr(li, 'data-running', String(running));
+    attr(li, 'aria-current', c.id === openId ? 'page' : null);
+    attr(li, 'aria-label', `${c.title || 'New conversation'}${running ? ' (answering)' : ''}`);
+    attr(li, 'title', new Date(c.updated_at).toLocaleString());
+  }
+}
+
+/** Puts text in el with the query's words marked (<mark>), without any HTML from the text. */
+function highlight(el: Element, value: string, words: string[]): void {
+  if (words.length === 0) {
+    el.textContent = value;
+    return;
+  }
+  const re = new RegExp(`(${words.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')})`, 'giu');
+  const parts = value.split(re);
+  el.replaceChildren(...parts.map((p, i) => (i % 2 === 1 ? h('mark', {}, p) : document.createTextNode(p))));
 }
