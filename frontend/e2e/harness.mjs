@@ -699,6 +699,67 @@ function wsFrames(buf) {
   return frames;
 }
 
+// ---- a proxy that blocks WebSocket ------------------------------------------------
+
+/**
+ * A TCP proxy to the gateway that refuses WebSocket upgrades (GET /v1/ws
+ * answered 403 and closed), as some corporate proxies and networks do, and
+ * passes everything else. unblock() lets upgrades through again; cut() drops
+ * every open connection (an SSE stream breaks mid-answer).
+ */
+export async function startWsBlockingProxy(targetPort) {
+  const conns = new Set();
+  let blocking = true;
+  let refused = 0;
+  const server = net.createServer((client) => {
+    client.once('data', (first) => {
+      if (blocking && first.toString('latin1').startsWith('GET /v1/ws')) {
+        refused++;
+        client.end('HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+        return;
+      }
+      const upstream = net.connect(targetPort, '127.0.0.1');
+      const c = { client, upstream };
+      conns.add(c);
+      upstream.write(first);
+      client.pipe(upstream);
+      upstream.pipe(client);
+      const gone = () => {
+        conns.delete(c);
+        client.destroy();
+        upstream.destroy();
+      };
+      client.on('close', gone);
+      upstream.on('close', gone);
+      client.on('error', () => undefined);
+      upstream.on('error', () => undefined);
+    });
+    client.on('error', () => undefined);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    port: server.address().port,
+    refused: () => refused,
+    unblock() {
+      blocking = false;
+    },
+    cut() {
+      for (const c of [...conns]) {
+        c.client.destroy();
+        c.upstream.destroy();
+      }
+    },
+    async close() {
+      for (const c of [...conns]) {
+        c.client.destroy();
+        c.upstream.destroy();
+      }
+      server.close();
+    },
+  };
+}
+
 // ---- a slow uplink --------------------------------------------------------------
 
 /**

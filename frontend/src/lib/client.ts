@@ -1,5 +1,7 @@
 import type { BackoffOptions } from './backoff';
 import { Connection, type ConnectionState } from './connection';
+import { HttpLink } from './httplink';
+import { Transport } from './transport';
 import { applyConversationEvent, applyTask, mergeFirstPage, mergeOlderPage, titleFrom, touchLocal, type ConversationItem } from './conversations';
 import { apiRequest, browserFetch, type FetchLike } from './http';
 import { Emitter } from './emitter';
@@ -52,8 +54,12 @@ export interface ClientOptions {
   maxTasks?: number;
   /** Requests that may wait for the connection (see ConnectionOptions.maxQueued); default 256. */
   maxQueued?: number;
-  /** The HTTP API's fetch (renames, deletes); default the browser's on this origin. */
+  /** The HTTP API's fetch (renames, deletes, the fallback); default the browser's on this origin. */
   fetch?: FetchLike;
+  /** Failed WebSocket upgrades in a row, while HTTP answers, before the HTTP fallback; default 2. */
+  fallbackAfter?: number;
+  /** How often the HTTP fallback reads what a WebSocket would have pushed, ms; default 10 s. */
+  pollMs?: number;
 }
 
 /** A search of the user's conversations, as the sidebar shows it. */
@@ -109,7 +115,10 @@ const maxResubscribeDelayMs = 30_000;
  */
 export class TetherClient {
   readonly events = new Emitter<ClientEvents>();
-  readonly connection: Connection;
+  /** The way to the server: the WebSocket, or the HTTP fallback when a WebSocket cannot be had. */
+  readonly connection: Transport;
+  readonly websocket: Connection;
+  readonly http: HttpLink;
   readonly subscriptions: Subscriptions;
   readonly pointers: Pointers;
   private readonly platform: Platform;
@@ -165,15 +174,24 @@ export class TetherClient {
       intervalMs: this.idlePing.intervalMs <= 0 ? 0 : Math.min(opts.streamingPingIntervalMs ?? 5_000, this.idlePing.intervalMs),
       timeoutMs: Math.min(opts.streamingPingTimeoutMs ?? 3_000, this.idlePing.timeoutMs),
     };
-    this.connection = new Connection({
-      maxQueued: opts.maxQueued,
+    this.websocket = new Connection({
       url: opts.url ?? (() => sameOriginWsUrl(Paths.ws)),
       platform: this.platform,
       backoff: opts.backoff,
       pingIntervalMs: opts.pingIntervalMs,
       pingTimeoutMs: opts.pingTimeoutMs,
-      connectTimeoutMs: opts.connectTimeoutMs,
+      connectTimeoutMs: opts.connectTimeoutMs ?? 10_000,
       beforeRetry: opts.beforeRetry,
+    });
+    this.http = new HttpLink({ fetch: this.fetch, platform: this.platform, backoff: opts.backoff });
+    this.connection = new Transport({
+      connection: this.websocket,
+      http: this.http,
+      platform: this.platform,
+      fetch: this.fetch,
+      maxQueued: opts.maxQueued,
+      fallbackAfter: opts.fallbackAfter,
+      pollMs: opts.pollMs,
     });
     this.subscriptions = new Subscriptions(this.connection);
     this.wire();
@@ -517,6 +535,12 @@ export class TetherClient {
         void this.loadNewest();
         this.loadConversations();
       }
+    });
+    // Over the HTTP fallback nothing is pushed but the followed tasks' events:
+    // read what another device may have started.
+    conn.events.on('poll', () => {
+      this.loadConversations();
+      void this.loadNewest();
     });
     conn.events.on('message', (m) => {
       if (m.type === 'task') this.onTaskEvent(m);

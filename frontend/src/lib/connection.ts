@@ -10,14 +10,14 @@ import { CloseCode, type ClientMessage, type ServerMessage } from './protocol';
  * The connection's state, as a tab shows it:
  * - idle: not started, or stopped by the app;
  * - connecting: a socket is opening (`retry` when it is not the first);
- * - open: live;
+ * - open: live (`transport` says over what: a WebSocket, or the HTTP fallback);
  * - reconnecting: waiting `delayMs` (until `retryAt`, a platform.now() time) before the next try;
  * - offline: the browser says it has no network; the `online` event resumes.
  */
 export type ConnectionState =
   | { kind: 'idle' }
   | { kind: 'connecting'; retry: boolean }
-  | { kind: 'open' }
+  | { kind: 'open'; transport?: 'websocket' | 'http' }
   | { kind: 'reconnecting'; delayMs: number; retryAt: number; reason: string; code: number }
   | { kind: 'offline' };
 
@@ -77,6 +77,12 @@ export interface ConnectionEvents extends Record<string, unknown> {
   message: ServerMessage;
   /** A frame line that was not a JSON object. */
   bad: string;
+  /**
+   * Over the HTTP fallback only, every few seconds: what a WebSocket would
+   * have pushed (another device's new task) must be read; the client
+   * refreshes the list and the open conversation.
+   */
+  poll: undefined;
 }
 
 const socketOpen = 1;
@@ -254,7 +260,7 @@ export class Connection {
     this.clearConnectTimer();
     this.openedAt = this.platform.now();
     this.lastAttemptOpened = true;
-    this.setState({ kind: 'open' });
+    this.setState({ kind: 'open', transport: 'websocket' });
     this.events.emit('open', undefined);
     if (this.socket !== s) return; // an open handler may have stopped us
     const queued = this.queue;

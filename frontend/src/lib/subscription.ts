@@ -1,9 +1,16 @@
-import type { Connection } from './connection';
+import type { ConnectionEvents, ConnectionState, ReplyHandler, SendOptions } from './connection';
 import { Emitter } from './emitter';
 import { NotConnectedError, TetherError } from './errors';
 import type { PendingSubmit } from './restore';
 import { applySnapshot, applyStreamEvent } from './stream';
-import { isTerminal, type ServerMessage, type StreamEvent, type Task } from './protocol';
+import { isTerminal, type ClientMessage, type ServerMessage, type StreamEvent, type Task } from './protocol';
+
+/** What the subscriptions need of the way to the server: a Connection, or the Transport over it and the HTTP fallback. */
+export interface Link {
+  readonly events: Emitter<ConnectionEvents>;
+  readonly state: ConnectionState;
+  send(msg: ClientMessage, handler?: ReplyHandler, opts?: SendOptions): void;
+}
 
 /**
  * A task subscription's state:
@@ -65,7 +72,7 @@ export class Subscriptions {
   readonly events = new Emitter<SubscriptionEvents>();
   private readonly subs = new Map<string, TaskSubscription>();
 
-  constructor(private readonly conn: Connection) {
+  constructor(private readonly conn: Link) {
     conn.events.on('open', () => this.attachAll());
     conn.events.on('state', (s) => {
       if (s.kind !== 'open') this.detachAll();
@@ -184,9 +191,24 @@ export class Subscriptions {
   }
 
   private handle(m: ServerMessage): void {
+    if (m.type === 'snapshot' && !m.req) {
+      this.resync(m.task);
+      return;
+    }
     if (m.type !== 'delta' && m.type !== 'progress' && m.type !== 'status') return;
     if (!wellFormed(m)) return; // not an event this client can order; the server never sends one
     this.apply(m);
+  }
+
+  /**
+   * A snapshot the server sent unasked (it could not fill a gap from the
+   * log, or an SSE resume it could not trust): events continue from its seq.
+   */
+  private resync(t: Task | undefined): void {
+    const sub = t ? this.subs.get(t.id) : undefined;
+    if (!t || !sub || sub.state !== 'subscribed') return;
+    sub.task = applySnapshot(sub.task, t);
+    this.events.emit('update', { id: sub.id, task: sub.task, cause: 'event' });
   }
 
   /** Applies one stream event to its subscription (exposed for tests through handle). */

@@ -42,6 +42,9 @@ export class Indicator {
     if (s.kind === 'open') this.everOpen = true;
     const state = indicatorState(s, this.everOpen);
     attr(this.el, 'data-state', state);
+    const transport = s.kind === 'open' ? (s.transport ?? 'websocket') : null;
+    attr(this.el, 'data-transport', transport);
+    attr(this.el, 'title', transport === 'http' ? 'WebSocket is not available here: answers come over HTTP, and WebSocket is tried again in the background.' : null);
     window.clearInterval(this.timer);
     this.timer = undefined;
     this.retry.hidden = state !== 'reconnecting' || s.kind !== 'reconnecting';
@@ -53,7 +56,7 @@ export class Indicator {
   private describe(s: ConnectionState, state: IndicatorState): string {
     switch (state) {
       case 'live':
-        return 'Live';
+        return s.kind === 'open' && s.transport === 'http' ? 'Live · HTTP' : 'Live';
       case 'offline':
         return 'Offline';
       case 'connecting':
