@@ -16,7 +16,7 @@ import (
 // runners and the user's other tabs.
 func (s *Server) submit(ctx context.Context, user string, req task.SubmitRequest) (task.SubmitResult, error) {
 	req.UserID = user
-	res, err := s.store.Submit(ctx, req)
+	res, err := s.submitToStore(ctx, req)
 	if err != nil {
 		s.metrics.submits.WithLabelValues(outcome(err)).Inc()
 		if errors.Is(err, task.ErrTooManyRetries) {

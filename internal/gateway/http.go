@@ -155,7 +155,8 @@ func (s *Server) postTask(w http.ResponseWriter, r *http.Request, user string) e
 		return err
 	}
 	res, err := s.submit(r.Context(), user, task.SubmitRequest{TaskID: req.TaskID,
-		ConversationID: req.ConversationID, Content: req.Content, Attachments: req.Attachments})
+		ConversationID: req.ConversationID, Content: req.Content, Attachments: req.Attachments,
+		ParentTaskID: req.ParentTaskID, VersionOf: req.VersionOf})
 	if err != nil {
 		return err
 	}

@@ -199,7 +199,8 @@ func (ss *wsSession) handle(req protocol.Request) {
 	case "submit":
 		ss.followTask(req, func(ctx context.Context) (task.Task, []byte, error) {
 			res, err := s.submit(ctx, user, task.SubmitRequest{TaskID: req.TaskID,
-				ConversationID: req.ConversationID, Content: req.Content, Attachments: req.Attachments})
+				ConversationID: req.ConversationID, Content: req.Content, Attachments: req.Attachments,
+				ParentTaskID: req.ParentTaskID, VersionOf: req.VersionOf})
 			if err != nil {
 				return task.Task{}, nil, err
 			}

@@ -50,6 +50,9 @@ func (s *Store) Context(ctx context.Context, taskID string, limit int) (_ []task
 	if len(msgs) > limit {
 		msgs = msgs[:limit]
 	}
+	if msgs, err = s.onPath(ctx, id, msgs, limit); err != nil {
+		return nil, err
+	}
 	slices.Reverse(msgs)
 	return msgs, nil
 }

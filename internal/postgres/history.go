@@ -15,11 +15,11 @@ import (
 
 const (
 	historyFirst = `
-		SELECT id, conversation_id, role, content, task_id, status, created_at
+		SELECT id, conversation_id, role, content, task_id, status, created_at, parent_task_id
 		FROM messages WHERE conversation_id = $1
 		ORDER BY created_at DESC, id DESC LIMIT $2`
 	historyBefore = `
-		SELECT id, conversation_id, role, content, task_id, status, created_at
+		SELECT id, conversation_id, role, content, task_id, status, created_at, parent_task_id
 		FROM messages WHERE conversation_id = $1 AND (created_at, id) < ($3, $4)
 		ORDER BY created_at DESC, id DESC LIMIT $2`
 
@@ -77,7 +77,7 @@ func (s *Store) History(ctx context.Context, userID, conversationID string, p ta
 	if err != nil {
 		return nil, "", fmt.Errorf("history of conversation %s: %w", convID, err)
 	}
-	msgs, err := pgx.CollectRows(rows, scanMessage)
+	msgs, err := pgx.CollectRows(rows, scanHistoryMessage)
 	if err != nil {
 		return nil, "", fmt.Errorf("history of conversation %s: %w", convID, err)
 	}
@@ -97,6 +97,14 @@ func (s *Store) History(ctx context.Context, userID, conversationID string, p ta
 func scanMessage(row pgx.CollectableRow) (task.Message, error) {
 	var m task.Message
 	err := row.Scan(&m.ID, &m.ConversationID, &m.Role, &m.Content, &m.TaskID, &m.Status, &m.CreatedAt)
+	m.CreatedAt = m.CreatedAt.UTC()
+	return m, err
+}
+
+// scanHistoryMessage reads a history row: a message and the turn it follows.
+func scanHistoryMessage(row pgx.CollectableRow) (task.Message, error) {
+	var m task.Message
+	err := row.Scan(&m.ID, &m.ConversationID, &m.Role, &m.Content, &m.TaskID, &m.Status, &m.CreatedAt, &m.ParentTaskID)
 	m.CreatedAt = m.CreatedAt.UTC()
 	return m, err
 }

@@ -44,15 +44,19 @@ type Request struct {
 	Attachments []string
 	// Query is a conversations request's search ("q"): "" lists them all.
 	Query string
+	// ParentTaskID and VersionOf place a submit's turn (docs/protocol.md,
+	// "Versions"): the turn it follows, or a turn it is another version of.
+	ParentTaskID string
+	VersionOf    string
 }
 
 // requestFields lists, per type, the fields DecodeRequest reads. Any other
 // member of the object is ignored, so a client may send extra fields (and a
 // known field that its type does not use is extra too).
 var requestFields = map[string]struct {
-	taskID, conversationID, content, page, attachments, query bool
+	taskID, conversationID, content, page, attachments, query, turn bool
 }{
-	TypeSubmit:        {taskID: true, conversationID: true, content: true, attachments: true},
+	TypeSubmit:        {taskID: true, conversationID: true, content: true, attachments: true, turn: true},
 	TypeSubscribe:     {taskID: true},
 	TypeUnsubscribe:   {taskID: true},
 	TypeCancel:        {taskID: true},
@@ -131,6 +135,17 @@ func DecodeRequest(data []byte) (Request, error) {
 			return r, err
 		}
 	}
+	if fields.turn {
+		if r.ParentTaskID, err = decodeOptionalUUID(obj, "parent_task_id"); err != nil {
+			return r, err
+		}
+		if r.VersionOf, err = decodeOptionalUUID(obj, "version_of"); err != nil {
+			return r, err
+		}
+		if r.ParentTaskID != "" && r.VersionOf != "" {
+			return r, task.Errorf(task.CodeInvalid, "parent_task_id and version_of: at most one")
+		}
+	}
 	if fields.query {
 		if r.Query, err = decodeQuery(obj); err != nil {
 			return r, err
@@ -182,6 +197,14 @@ func decodeUUID(obj map[string]json.RawMessage, name string) (string, error) {
 		return "", task.Errorf(task.CodeInvalid, "%s: not a UUID", name)
 	}
 	return id, nil
+}
+
+// decodeOptionalUUID is a UUID member that may be absent (or null): "".
+func decodeOptionalUUID(obj map[string]json.RawMessage, name string) (string, error) {
+	if _, ok := present(obj, name); !ok {
+		return "", nil
+	}
+	return decodeUUID(obj, name)
 }
 
 func decodeContent(obj map[string]json.RawMessage) (string, error) {

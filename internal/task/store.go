@@ -14,6 +14,14 @@ type SubmitRequest struct {
 	// Attachments are finished upload ids of the same user, part of the
 	// submit's identity (PROTOCOL.md section 10).
 	Attachments []string
+	// ParentTaskID, when set, is the turn (task id) the new turn follows;
+	// VersionOf, when set, a turn the new one is another version of (it
+	// follows the same turn). At most one is set; with neither, the new turn
+	// follows the newest turn of the conversation. They apply when the task
+	// is created and are not part of the submit's identity (docs/protocol.md,
+	// "Versions").
+	ParentTaskID string
+	VersionOf    string
 }
 
 // SubmitResult says what a submit did.

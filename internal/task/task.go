@@ -140,6 +140,10 @@ type Message struct {
 	// Attachments are the uploads a user message carries, in the order the
 	// submit named them (PROTOCOL.md section 10); empty for the others.
 	Attachments []Attachment `json:"attachments"`
+	// ParentTaskID is the turn (task id) this message's turn follows; nil
+	// for a conversation's first turn. Turns that follow the same turn are
+	// versions of one another (docs/protocol.md, "Versions").
+	ParentTaskID *string `json:"parent_task_id"`
 }
 
 // Role says who wrote a message.
