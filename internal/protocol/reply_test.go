@@ -50,8 +50,8 @@ func TestEncodersGolden(t *testing.T) {
 		{"pong", Pong("p"), `{"type":"pong","req":"p"}`},
 		{"pong no req", Pong(""), `{"type":"pong"}`},
 		{"history", History("h", msgs, "cur"), `{"type":"history","req":"h","messages":[` +
-			`{"id":"m1","conversation_id":"` + cid + `","role":"user","content":"hi","task_id":"` + tid + `","status":null,"created_at":"2025-01-02T03:04:05.6Z","attachments":[]},` +
-			`{"id":"m2","conversation_id":"` + cid + `","role":"assistant","content":"","task_id":"` + tid + `","status":"generating","created_at":"2025-01-02T03:04:06Z","attachments":[]}` +
+			`{"id":"m1","conversation_id":"` + cid + `","role":"user","content":"hi","task_id":"` + tid + `","status":null,"created_at":"2025-01-02T03:04:05.6Z","attachments":[],"parent_task_id":null},` +
+			`{"id":"m2","conversation_id":"` + cid + `","role":"assistant","content":"","task_id":"` + tid + `","status":"generating","created_at":"2025-01-02T03:04:06Z","attachments":[],"parent_task_id":null}` +
 			`],"next":"cur"}`},
 		{"history empty", History("", nil, ""), `{"type":"history","messages":[],"next":null}`},
 		{"conversations", Conversations("c", convs, ""), `{"type":"conversations","req":"c","conversations":[` +
