@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"unicode/utf8"
 
 	"github.com/tether-dev/tether/internal/task"
 )
@@ -55,12 +57,28 @@ type (
 // EncodeEvent is the wire JSON of a stream event: exactly the fields its type
 // has in PROTOCOL.md. Every event carries its attempt; a pending or running
 // status event also carries keep (docs/protocol.md).
+//
+// Deltas and progress events, the bulk of a long answer, are appended by
+// hand (byte for byte what encoding/json makes of their wire structs, which
+// the tests hold equal) instead of through reflection.
 func EncodeEvent(e task.Event) []byte {
 	switch e.Type {
 	case task.EventDelta:
-		return encode(deltaWire{e.Type, e.TaskID, e.Seq, e.Attempt, e.Text})
+		b := make([]byte, 0, 64+len(e.TaskID)+len(e.Text)+len(e.Text)/8)
+		b = appendHead(b, `{"type":"delta","task_id":`, e)
+		b = append(b, `,"text":`...)
+		b = appendString(b, e.Text)
+		return append(b, '}')
 	case task.EventProgress:
-		return encode(progressWire{e.Type, e.TaskID, e.Seq, e.Attempt, e.Progress, e.Stage})
+		b := make([]byte, 0, 80+len(e.TaskID)+len(e.Stage))
+		b = appendHead(b, `{"type":"progress","task_id":`, e)
+		b = append(b, `,"progress":`...)
+		b = strconv.AppendInt(b, int64(e.Progress), 10)
+		if e.Stage != "" {
+			b = append(b, `,"stage":`...)
+			b = appendString(b, e.Stage)
+		}
+		return append(b, '}')
 	case task.EventStatus:
 		status := statusWire{e.Type, e.TaskID, e.Seq, e.Status, e.Attempt, e.Error, e.ResultRef}
 		if e.StartsAttempt() {
@@ -69,6 +87,71 @@ func EncodeEvent(e task.Event) []byte {
 		return encode(status)
 	}
 	return encode(otherWire{e.Type, e.TaskID, e.Seq, e.Attempt})
+}
+
+// appendHead appends the fields every event starts with: task_id, seq, attempt.
+func appendHead(b []byte, start string, e task.Event) []byte {
+	b = append(b, start...)
+	b = appendString(b, e.TaskID)
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendInt(b, e.Seq, 10)
+	b = append(b, `,"attempt":`...)
+	return strconv.AppendInt(b, int64(e.Attempt), 10)
+}
+
+// appendString appends s as a JSON string exactly as encoding/json writes it
+// (json.Marshal escapes <, > and & too, and U+2028 and U+2029, and turns
+// invalid UTF-8 into U+FFFD).
+func appendString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }
 
 // eventIn is the union of the three shapes for decoding; pointers tell a
