@@ -65,6 +65,14 @@ type attempt struct {
 
 	claimed task.Task
 
+	// pubMu serialises handing events to the publisher with cutting the
+	// batch: events are published in seq order, and a cut's publisher holds
+	// exactly the events up to its last seq. It is taken before mu and is
+	// never held while waiting for room or acknowledgements, so a publish
+	// that stalls (NATS slow or away) holds up neither the heartbeat nor
+	// anything else that takes mu.
+	pubMu sync.Mutex
+
 	mu sync.Mutex
 	// room is signalled (with mu) when unacknowledged events were
 	// acknowledged or the attempt stopped: an engine waiting for room in
@@ -138,9 +146,12 @@ func (a *attempt) run() {
 	a.log.Info("attempt started", "seq", a.claimed.Seq, "keep", a.claimed.Keep)
 	// Claim wrote running to Postgres; now the log and the user's tabs. The
 	// running event carries keep: a tab truncates to it and appends.
+	a.pubMu.Lock()
 	a.mu.Lock()
-	a.queueLocked(task.StatusEvent(a.claimed))
+	pub, ok := a.queueLocked(task.StatusEvent(a.claimed))
 	a.mu.Unlock()
+	a.publish(pub, ok, task.StatusEvent(a.claimed))
+	a.pubMu.Unlock()
 	a.publishUserTask(a.claimed)
 
 	hbCtx, stopHeartbeat := context.WithCancel(a.io)
@@ -230,8 +241,52 @@ const (
 )
 
 // emit numbers e and queues it for publishing, waiting while the outbox is
-// full.
+// full or the lease is past its quiet point. It is published after mu is let
+// go (under pubMu, which keeps the order).
 func (a *attempt) emit(e task.Event) error {
+	for {
+		if err := a.waitToEmit(); err != nil {
+			return err
+		}
+		a.pubMu.Lock()
+		a.mu.Lock()
+		// The lease may have reached its quiet point meanwhile: wait again.
+		// (The outbox's limits are soft: one event past them is fine.)
+		if a.closed || a.ctx.Err() != nil || !a.leaseHeldLocked() {
+			a.mu.Unlock()
+			a.pubMu.Unlock()
+			continue
+		}
+		if e.Type == task.EventProgress && e.Progress <= a.progress {
+			a.mu.Unlock()
+			a.pubMu.Unlock()
+			return nil
+		}
+		e.TaskID, e.Seq, e.Attempt = a.claimed.ID, a.seq+1, a.claimed.Attempt
+		pub, ok := a.queueLocked(e)
+		a.seq = e.Seq
+		a.cutN++
+		switch e.Type {
+		case task.EventDelta:
+			a.unsaved = append(a.unsaved, e.Text...)
+			a.cutBytes += len(e.Text)
+			a.wrote = true
+		case task.EventProgress:
+			a.progress = e.Progress
+		}
+		if a.fullLocked() {
+			a.wake()
+		}
+		a.mu.Unlock()
+		a.publish(pub, ok, e)
+		a.pubMu.Unlock()
+		return nil
+	}
+}
+
+// waitToEmit waits until the engine may emit: the outbox has room and the
+// lease is held. It returns why the engine must stop instead.
+func (a *attempt) waitToEmit() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for {
@@ -250,29 +305,10 @@ func (a *attempt) emit(e task.Event) error {
 			return errLeaseLapsed
 		}
 		if len(a.unacked) < maxUnacked && a.unackedLen < maxUnackedBytes {
-			break
+			return nil
 		}
 		a.room.Wait()
 	}
-	if e.Type == task.EventProgress && e.Progress <= a.progress {
-		return nil
-	}
-	e.TaskID, e.Seq, e.Attempt = a.claimed.ID, a.seq+1, a.claimed.Attempt
-	a.queueLocked(e)
-	a.seq = e.Seq
-	a.cutN++
-	switch e.Type {
-	case task.EventDelta:
-		a.unsaved = append(a.unsaved, e.Text...)
-		a.cutBytes += len(e.Text)
-		a.wrote = true
-	case task.EventProgress:
-		a.progress = e.Progress
-	}
-	if a.fullLocked() {
-		a.wake()
-	}
-	return nil
 }
 
 // engineWrote reports whether the engine wrote any text in this attempt.

@@ -19,17 +19,28 @@ import (
 // NATS outage of any length is a pause for the attempt, which only gives up
 // when it loses its lease.
 
-// queueLocked adds e to the outbox and publishes it unless the attempt is
-// broken. a.mu is held.
-func (a *attempt) queueLocked(e task.Event) {
+// queueLocked adds e to the outbox and returns the publisher it goes to,
+// with ok false when the attempt is broken (republish will send it). a.mu
+// and a.pubMu are held; the caller publishes it (publish) after letting go
+// of a.mu, before letting go of a.pubMu.
+func (a *attempt) queueLocked(e task.Event) (Publisher, bool) {
 	a.unacked = append(a.unacked, e)
 	a.unackedLen += len(e.Text) + eventOverhead
-	if a.broken {
+	return a.pub, !a.broken
+}
+
+// publish hands e to pub (when ok), outside a.mu; a.pubMu is held. A
+// refused publish turns the attempt broken: the snapshotter publishes the
+// outbox again.
+func (a *attempt) publish(pub Publisher, ok bool, e task.Event) {
+	if !ok {
 		return
 	}
-	if err := a.pub.Publish(e); err != nil {
+	if err := pub.Publish(e); err != nil {
 		a.log.Warn("publish failed: keeping events until NATS is back", "seq", e.Seq, "err", err)
+		a.mu.Lock()
 		a.broken = true
+		a.mu.Unlock()
 		a.wake()
 	}
 }
@@ -88,9 +99,11 @@ func (a *attempt) snapshot(onlyFull bool) {
 		a.mu.Unlock()
 		return
 	}
-	pub := a.cutLocked()
-	sn := a.snapshotLocked()
 	a.mu.Unlock()
+	pub, sn, ok := a.cut()
+	if !ok {
+		return
+	}
 
 	pos, err := a.flushCut(pub, sn.Seq)
 	if err != nil {
@@ -129,13 +142,29 @@ func (a *attempt) snapshot(onlyFull bool) {
 	a.mu.Unlock()
 }
 
+// cut ends the batch for a snapshot: it returns the publisher holding the
+// batch's events and the snapshot of everything after the stored one; ok
+// is false when there is nothing to write or the attempt is broken or done.
+func (a *attempt) cut() (Publisher, task.Snapshot, bool) {
+	a.pubMu.Lock()
+	defer a.pubMu.Unlock()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed || a.ctx.Err() != nil || a.broken || a.seq == a.storedSeq {
+		return nil, task.Snapshot{}, false
+	}
+	return a.cutLocked(), a.snapshotLocked(), true
+}
+
 // settle makes sure every event queued so far is acknowledged and returns
 // the stream position of the last one. The attempt has stopped writing.
 func (a *attempt) settle() (uint64, error) {
+	a.pubMu.Lock()
 	a.mu.Lock()
 	pub := a.cutLocked()
 	broken, upTo := a.broken, a.seq
 	a.mu.Unlock()
+	a.pubMu.Unlock()
 	if !broken {
 		pos, err := a.flushCut(pub, upTo)
 		if err == nil {
@@ -156,11 +185,15 @@ func (a *attempt) republish() (uint64, error) {
 		if cause := context.Cause(a.ctx); cause != nil && silent(cause) {
 			return 0, notSettled(cause)
 		}
+		// pubMu: an emit in flight finishes before the attempt turns
+		// broken, and none publishes on the old publisher afterwards.
+		a.pubMu.Lock()
 		a.mu.Lock()
 		if !a.leaseHeldLocked() {
 			// Paused: nothing may be sent until a heartbeat succeeds again.
 			lapsed := a.lapsedLocked()
 			a.mu.Unlock()
+			a.pubMu.Unlock()
 			if lapsed {
 				a.log.Warn("lease lapsed while events wait to be published: stopping")
 				a.stop(errLeaseLapsed)
@@ -179,9 +212,11 @@ func (a *attempt) republish() (uint64, error) {
 			a.cutN, a.cutBytes = 0, 0
 			pos := a.cutPos
 			a.mu.Unlock()
+			a.pubMu.Unlock()
 			return pos, nil
 		}
 		a.mu.Unlock()
+		a.pubMu.Unlock()
 		if err := a.io.Err(); err != nil {
 			return 0, notSettled(err)
 		}
@@ -221,7 +256,7 @@ func (a *attempt) fullLocked() bool {
 }
 
 // cutLocked ends the current batch: it returns the publisher holding its
-// events and gives later events a new one. a.mu is held.
+// events and gives later events a new one. a.pubMu and a.mu are held.
 func (a *attempt) cutLocked() Publisher {
 	pub := a.pub
 	a.pub = a.r.bus.NewPublisher()
