@@ -27,7 +27,7 @@ func (s *Server) submit(ctx context.Context, user string, req task.SubmitRequest
 	switch {
 	case res.Created:
 		s.metrics.submits.WithLabelValues("created").Inc()
-		s.announce(ctx, res.Task, false)
+		s.announceNew(res.Task)
 	case res.Retried:
 		s.metrics.submits.WithLabelValues("retried").Inc()
 		s.announce(ctx, res.Task, true)
@@ -35,6 +35,20 @@ func (s *Server) submit(ctx context.Context, user string, req task.SubmitRequest
 		s.metrics.submits.WithLabelValues("existing").Inc()
 	}
 	return res, nil
+}
+
+// announceNew dispatches a task just created and tells the user's tabs,
+// without waiting for NATS: the task is safe in Postgres, and if a publish is
+// lost the maintenance loop dispatches it again, so the submit's reply does
+// not wait for an acknowledgement. The caller's follower, if any, is already
+// attached, so it gets every event of the task from the first on.
+func (s *Server) announceNew(t task.Task) {
+	if err := s.bus.DispatchAsync(t.ID, t.Attempt); err != nil {
+		s.log.Warn("dispatch", "task_id", t.ID, "attempt", t.Attempt, "err", err)
+	}
+	if err := s.bus.PublishUserTask(t.UserID, t); err != nil {
+		s.log.Warn("publish user task", "task_id", t.ID, "err", err)
+	}
 }
 
 // announceTimeout bounds the publishes and the dispatch after a commit.
@@ -114,7 +128,7 @@ func (s *Server) cancelTask(ctx context.Context, user, taskID string) (task.Task
 	if t.Status.Terminal() {
 		return t, nil
 	}
-	go f.start(t, nil)
+	go f.start(t, nil, true)
 	wait, stop := context.WithTimeout(ctx, s.cfg.CancelWait)
 	defer stop()
 	select {
@@ -147,11 +161,15 @@ func (w *terminalWatch) sendEvent(m Msg) bool {
 	return true
 }
 
-// follow attaches sink k to a task and starts the resume rule: first is
-// called once the live feed is attached and returns the first snapshot and
-// the reply that carries it.
-func (s *Server) follow(ctx context.Context, user, taskID string, k sink,
-	first func(ctx context.Context) (task.Task, []byte, error)) (*follower, error) {
+// firstSnapshot is called once a follower's live feed is attached. It
+// returns the first snapshot, the reply that carries it, and whether the log
+// may hold events after the snapshot (false only for a task created by this
+// call: its events all come after the follower was attached).
+type firstSnapshot func(ctx context.Context) (t task.Task, reply []byte, probe bool, err error)
+
+// follow attaches sink k to a task and starts the resume rule with the
+// snapshot first returns.
+func (s *Server) follow(ctx context.Context, user, taskID string, k sink, first firstSnapshot) (*follower, error) {
 	f := newFollower(ctx, s.hub, taskID, k, func(ctx context.Context) (task.Task, error) {
 		return s.store.Get(ctx, user, taskID)
 	})
@@ -159,12 +177,12 @@ func (s *Server) follow(ctx context.Context, user, taskID string, k sink,
 		s.log.Warn("attach", "task_id", taskID, "err", err)
 		return nil, task.Unavailable("event bus", err)
 	}
-	t, reply, err := first(ctx)
+	t, reply, probe, err := first(ctx)
 	if err != nil {
 		f.stop()
 		return nil, err
 	}
-	f.start(t, reply)
+	f.start(t, reply, probe)
 	return f, nil
 }
 

@@ -17,9 +17,13 @@ type Msg struct {
 
 // Bus is what the gateway needs of NATS.
 type Bus interface {
-	// SubscribeTask follows a task's live events. Interest must be registered
-	// with the server when it returns, so nothing published afterwards is missed.
-	SubscribeTask(taskID string, fn func(Msg)) (unsubscribe func() error, err error)
+	// SubscribeTask follows a task's live events, one call of fn at a time,
+	// in order. The server must have the subscription before anything the
+	// gateway sends after it returns (a log read, a dispatch), so nothing
+	// published afterwards is missed. A live Msg's Event holds the type,
+	// seq, attempt and status (the rest is in Data). lost is called when
+	// live messages were dropped on the way in (the gateway fell behind).
+	SubscribeTask(taskID string, fn func(Msg), lost func()) (unsubscribe func() error, err error)
 	// ReadLog returns the logged events of a task that sort after the
 	// position after, in (attempt, seq) order.
 	ReadLog(ctx context.Context, taskID string, after task.Position, fromStreamPos uint64) ([]Msg, error)
@@ -28,6 +32,9 @@ type Bus interface {
 	PublishUserTask(userID string, t task.Task) error
 	SubscribeUser(userID string, fn func(data []byte)) (unsubscribe func() error, err error)
 	Dispatch(ctx context.Context, taskID string, attempt int) error
+	// DispatchAsync is Dispatch without waiting for the acknowledgement
+	// (a failure is logged by the bus; maintenance dispatches again).
+	DispatchAsync(taskID string, attempt int) error
 	RequestCancel(taskID string) error
 	Ready(ctx context.Context) error
 	// OnReconnect registers fn to run whenever the connection to NATS comes

@@ -46,6 +46,17 @@ type follower struct {
 	// started: the follower delivered a snapshot or resumed, so its task is
 	// worth keeping warm after it leaves.
 	started atomic.Bool
+	// attached: the hub counts it among the topic's followers.
+	attached bool
+	// stopped is set first thing by stop, so a batch being delivered ends.
+	stopped atomic.Bool
+
+	// sendMu is held while the catch-up delivers (a snapshot, a batch of
+	// buffered or logged events). The catch-up takes a batch out of the
+	// buffer under mu and delivers it under sendMu alone, so the live feed,
+	// which only buffers while the follower catches up, never waits for a
+	// batch; stop takes sendMu, so nothing is delivered after it returns.
+	sendMu sync.Mutex
 
 	mu      sync.Mutex
 	done    bool
@@ -55,7 +66,11 @@ type follower struct {
 	reprobe bool
 	last    task.Position
 	pos     uint64
-	buf     []Msg
+	// reach, when set, is a position the first catch-up must get to (a
+	// snapshot the follower resumed before without sending it); if the
+	// recent events and the log do not get there, the snapshot is sent.
+	reach task.Position
+	buf   []Msg
 	// bufBytes is the size of buf's events, bounded by the hub's maxBuffer.
 	bufBytes int
 }
@@ -76,32 +91,41 @@ func newFollower(ctx context.Context, h *hub, taskID string, s sink, snapshot fu
 }
 
 // start delivers the first snapshot (with its reply) and catches up. The
-// follower must already be attached.
-func (f *follower) start(t task.Task, reply []byte) {
+// follower must already be attached. probe says whether the log may hold
+// events after the snapshot that were published before the follower was
+// attached (false only for a task created after the attach).
+func (f *follower) start(t task.Task, reply []byte, probe bool) {
+	f.sendMu.Lock()
 	f.mu.Lock()
 	if f.done {
 		f.mu.Unlock()
+		f.sendMu.Unlock()
 		return
 	}
 	f.started.Store(true)
 	f.last, f.pos = task.PositionOf(t), t.StreamPos
-	if !f.sink.sendSnapshot(t, reply) {
-		f.done = true
-	}
 	f.mu.Unlock()
-	f.catchUp(true)
+	ok := f.sink.sendSnapshot(t, reply)
+	f.sendMu.Unlock()
+	if !ok {
+		f.finish()
+		return
+	}
+	f.catchUp(probe)
 }
 
 // startAt continues after last without a snapshot (SSE Last-Event-ID):
-// first the logged events already read after it, then the usual catch-up.
-func (f *follower) startAt(last task.Position, logged []Msg) {
+// first the logged events already read after it, then the usual catch-up,
+// which must get at least to reach (the snapshot the resume stands in for)
+// or sends that snapshot.
+func (f *follower) startAt(last task.Position, logged []Msg, reach task.Position) {
 	f.mu.Lock()
 	if f.done {
 		f.mu.Unlock()
 		return
 	}
 	f.started.Store(true)
-	f.last, f.pos = last, 0
+	f.last, f.pos, f.reach = last, 0, reach
 	f.mu.Unlock()
 	f.deliverBatches(logged)
 	f.catchUp(true)
@@ -109,12 +133,21 @@ func (f *follower) startAt(last task.Position, logged []Msg) {
 
 // stop detaches the follower; nothing is delivered after it returns.
 func (f *follower) stop() {
+	f.stopped.Store(true)
+	f.finish()
+	f.cancel()
+	// Wait for a batch being delivered.
+	f.sendMu.Lock()
+	f.sendMu.Unlock() //nolint:staticcheck // an empty critical section: a barrier
+	f.detach.Do(func() { f.hub.detach(f) })
+}
+
+// finish marks the follower done: it delivers nothing more.
+func (f *follower) finish() {
 	f.mu.Lock()
 	f.done = true
 	f.buf, f.bufBytes = nil, 0
 	f.mu.Unlock()
-	f.cancel()
-	f.detach.Do(func() { f.hub.detach(f) })
 }
 
 // probe looks in the log for events after the last delivered one, even
@@ -132,7 +165,9 @@ func (f *follower) probe() {
 	}
 }
 
-// onLive receives an event from the topic, in upstream order.
+// onLive receives an event from the topic, in upstream order. It only
+// buffers while the follower catches up, and otherwise hands the event to
+// the sink (a push onto a queue, which never blocks).
 func (f *follower) onLive(m Msg) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -154,7 +189,15 @@ func (f *follower) onLive(m Msg) {
 		f.hub.metrics.stale.Inc()
 	case task.StepRepeat:
 	case task.StepNext, task.StepStart:
-		f.deliverLocked(m)
+		if !f.sink.sendEvent(m) {
+			f.done = true
+			f.buf, f.bufBytes = nil, 0
+			return
+		}
+		f.last = positionOf(m)
+		if m.StreamPos > 0 {
+			f.pos = m.StreamPos
+		}
 	default:
 		f.hub.metrics.gaps.Inc()
 		f.filling = true
@@ -163,50 +206,79 @@ func (f *follower) onLive(m Msg) {
 	}
 }
 
-func (f *follower) deliverLocked(m Msg) {
-	if !f.sink.sendEvent(m) {
-		f.done = true
-		f.buf, f.bufBytes = nil, 0
-		return
+// nextBatch picks, from msgs, the events that continue from at, up to
+// catchUpBatch of them: repeats and stale events are passed over, a gap
+// stops it. It returns them, how many of msgs it consumed, and whether it
+// stopped at a gap. f.mu is held.
+func nextBatch(msgs []Msg, at task.Position) (batch []Msg, used int, gap bool) {
+	for used < len(msgs) && len(batch) < catchUpBatch {
+		m := msgs[used]
+		switch at.Step(m.Event) {
+		case task.StepGap:
+			return batch, used, true
+		case task.StepNext, task.StepStart:
+			batch = append(batch, m)
+			at = positionOf(m)
+		}
+		used++
 	}
-	f.last = task.Position{Attempt: m.Event.Attempt, Seq: m.Event.Seq}
-	if m.StreamPos > 0 {
-		f.pos = m.StreamPos
+	return batch, used, false
+}
+
+// deliver hands a batch to the sink under sendMu and moves f.last past it.
+// It reports false when the follower is done.
+func (f *follower) deliver(batch []Msg) bool {
+	f.sendMu.Lock()
+	defer f.sendMu.Unlock()
+	var pos uint64
+	for _, m := range batch {
+		if f.stopped.Load() || !f.sink.sendEvent(m) {
+			f.finish()
+			return false
+		}
+		if m.StreamPos > 0 {
+			pos = m.StreamPos
+		}
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(batch) > 0 {
+		f.last = positionOf(batch[len(batch)-1])
+	}
+	if pos > 0 {
+		f.pos = pos
+	}
+	return !f.done
 }
 
 // drain delivers the buffered events that continue f.last, a batch at a
-// time, and reports whether a gap remains before the rest of the buffer.
-// f.mu is held on entry and on return; it is let go while the sink drains.
-func (f *follower) drain() (gap bool) {
-	for !f.done {
-		i, n := 0, 0
-		for ; i < len(f.buf) && n < catchUpBatch && !f.done; i++ {
-			m := f.buf[i]
-			step := f.last.Step(m.Event)
-			if step == task.StepGap {
-				break
-			}
-			if step == task.StepNext || step == task.StepStart {
-				f.deliverLocked(m)
-				n++
-			}
-		}
+// time (waiting for the sink to drain in between), and reports whether a
+// gap remains before the rest of the buffer; ok is false when the follower
+// is done.
+func (f *follower) drain() (gap, ok bool) {
+	for {
+		f.mu.Lock()
 		if f.done {
-			return false
+			f.mu.Unlock()
+			return false, false
 		}
-		for _, m := range f.buf[:i] {
+		batch, used, gap := nextBatch(f.buf, f.last)
+		for _, m := range f.buf[:used] {
 			f.bufBytes -= len(m.Data)
 		}
-		f.buf = append(f.buf[:0], f.buf[i:]...)
-		if len(f.buf) == 0 || f.last.Step(f.buf[0].Event) == task.StepGap {
-			return len(f.buf) > 0
-		}
+		n := copy(f.buf, f.buf[used:])
+		clear(f.buf[n:])
+		f.buf = f.buf[:n]
+		more := len(f.buf) > 0 && !gap
 		f.mu.Unlock()
+		if len(batch) > 0 && !f.deliver(batch) {
+			return false, false
+		}
+		if !more {
+			return gap, true
+		}
 		f.sink.waitRoom(f.ctx)
-		f.mu.Lock()
 	}
-	return false
 }
 
 // deliverBatches hands msgs that continue f.last to the sink, a batch at a
@@ -215,22 +287,19 @@ func (f *follower) deliverBatches(msgs []Msg) {
 	for len(msgs) > 0 {
 		f.sink.waitRoom(f.ctx)
 		f.mu.Lock()
-		n := min(len(msgs), catchUpBatch)
-		for _, m := range msgs[:n] {
-			if f.done {
-				f.mu.Unlock()
-				return
-			}
-			switch f.last.Step(m.Event) {
-			case task.StepGap:
-				f.mu.Unlock()
-				return
-			case task.StepNext, task.StepStart:
-				f.deliverLocked(m)
-			}
+		if f.done {
+			f.mu.Unlock()
+			return
 		}
+		batch, used, gap := nextBatch(msgs, f.last)
 		f.mu.Unlock()
-		msgs = msgs[n:]
+		if len(batch) > 0 && !f.deliver(batch) {
+			return
+		}
+		if gap {
+			return
+		}
+		msgs = msgs[used:]
 	}
 }
 
@@ -240,12 +309,11 @@ func (f *follower) deliverBatches(msgs []Msg) {
 func (f *follower) catchUp(probe bool) {
 	misses := 0
 	for {
-		f.mu.Lock()
-		if f.done {
-			f.mu.Unlock()
+		gap, ok := f.drain()
+		if !ok {
 			return
 		}
-		gap := f.drain()
+		f.mu.Lock()
 		if f.done {
 			f.mu.Unlock()
 			return
@@ -254,6 +322,11 @@ func (f *follower) catchUp(probe bool) {
 			f.reprobe, probe = false, true
 		}
 		if !gap && !probe {
+			if len(f.buf) > 0 {
+				// Buffered while the last batch was delivered.
+				f.mu.Unlock()
+				continue
+			}
 			f.filling = false
 			f.mu.Unlock()
 			return
@@ -276,7 +349,17 @@ func (f *follower) catchUp(probe bool) {
 		f.mu.Lock()
 		progressed := last.Before(f.last)
 		stillGap := len(f.buf) > 0 && f.last.Step(f.buf[0].Event) == task.StepGap
+		short := f.last.Before(f.reach)
+		f.reach = task.Position{}
 		f.mu.Unlock()
+		if short {
+			// The resume cannot be served from memory or the log.
+			if !f.resync() {
+				return
+			}
+			probe, misses = true, 0
+			continue
+		}
 
 		if !stillGap || progressed {
 			misses = 0
@@ -303,18 +386,21 @@ func (f *follower) catchUp(probe bool) {
 func (f *follower) resync() bool {
 	f.hub.metrics.resyncs.Inc()
 	t, err := f.snapshot(f.ctx)
+	f.sendMu.Lock()
+	defer f.sendMu.Unlock()
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if err != nil || f.done {
 		if err != nil && f.ctx.Err() == nil {
 			f.hub.log.Warn("resync snapshot", "task_id", f.taskID, "err", err)
 		}
 		f.done = true
+		f.mu.Unlock()
 		return false
 	}
 	f.last, f.pos = task.PositionOf(t), t.StreamPos
-	if !f.sink.sendSnapshot(t, nil) {
-		f.done = true
+	f.mu.Unlock()
+	if f.stopped.Load() || !f.sink.sendSnapshot(t, nil) {
+		f.finish()
 		return false
 	}
 	return true

@@ -3,7 +3,6 @@ package gateway
 import (
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
@@ -39,9 +38,15 @@ type topic struct {
 	err   error         // set before ready is closed when it failed
 
 	mu sync.Mutex
-	// followers is replaced, never changed in place, on attach and detach,
-	// so publishing takes it under the lock without copying per event.
+	// followers is read by publish without the lock: publish takes the
+	// slice under it and walks it outside. So its elements are never
+	// changed in place: attach appends (past the length any reader holds;
+	// a full array is copied by append, once per doubling), detach only
+	// counts a leaver in gone, and once leavers are half of the slice it is
+	// rebuilt without them into a new array. Joins and leaves of many tabs
+	// cost amortised O(1) each, not a copy of every follower.
 	followers []*follower
+	gone      int
 	refs      int
 	recent    []Msg // contiguous in seq, oldest first
 	recentLen int   // bytes of recent's events, at most the hub's maxBuffer
@@ -70,7 +75,7 @@ func (h *hub) attach(f *follower) error {
 	h.mu.Unlock()
 
 	if !ok {
-		unsub, err := h.bus.SubscribeTask(f.taskID, t.publish(h))
+		unsub, err := h.bus.SubscribeTask(f.taskID, t.publish(h), t.lost)
 		t.mu.Lock()
 		t.unsub, t.err = unsub, err
 		t.mu.Unlock()
@@ -85,7 +90,8 @@ func (h *hub) attach(f *follower) error {
 		return fmt.Errorf("follow task %s: %w", f.taskID, t.err)
 	}
 	t.mu.Lock()
-	t.followers = append(slices.Clip(t.followers), f)
+	t.followers = append(t.followers, f)
+	f.attached = true
 	t.mu.Unlock()
 	f.topic = t
 	h.metrics.subscriptions.Inc()
@@ -101,10 +107,21 @@ func (h *hub) detach(f *follower) {
 		return
 	}
 	t.mu.Lock()
-	i := slices.Index(t.followers, f)
-	was := i >= 0
+	was := f.attached
 	if was {
-		t.followers = slices.Delete(slices.Clone(t.followers), i, i+1)
+		f.attached = false
+		// f delivers nothing more (it is stopped); publish passes over it
+		// until the next rebuild.
+		t.gone++
+		if t.gone*2 > len(t.followers) {
+			live := make([]*follower, 0, len(t.followers)-t.gone)
+			for _, g := range t.followers {
+				if g.attached {
+					live = append(live, g)
+				}
+			}
+			t.followers, t.gone = live, 0
+		}
 	}
 	t.warm = t.warm || f.started.Load()
 	t.mu.Unlock()
@@ -196,12 +213,25 @@ func (t *topic) publish(h *hub) func(Msg) {
 	return func(m Msg) {
 		t.mu.Lock()
 		t.remember(m, h.recent, h.maxBuffer)
-		fs := t.followers
+		fs, gone := t.followers, t.gone
 		t.mu.Unlock()
 		for _, f := range fs {
 			f.onLive(m)
 		}
-		h.metrics.fannedOut.Add(float64(len(fs)))
+		h.metrics.fannedOut.Add(float64(len(fs) - gone))
+	}
+}
+
+// lost is told when live events of the topic were dropped before they
+// reached it: the recent buffer may now end early without a gap to show
+// it, so it is emptied, and every follower looks in the log.
+func (t *topic) lost() {
+	t.mu.Lock()
+	t.recent, t.recentLen = t.recent[:0], 0
+	fs := t.followers
+	t.mu.Unlock()
+	for _, f := range fs {
+		f.probe()
 	}
 }
 

@@ -100,9 +100,9 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 		logged, at, resume = s.resumeAt(ctx, t, lastID)
 	}
 	if resume {
-		go f.startAt(at, logged)
+		go f.startAt(at, logged, task.PositionOf(t))
 	} else {
-		go f.start(t, nil)
+		go f.start(t, nil, true)
 	}
 
 	keepAlive := time.NewTicker(s.cfg.SSEKeepAlive)
@@ -168,9 +168,28 @@ func (s *Server) flushSSE(rc *http.ResponseController) error {
 // attempt began at or before lastID with no older attempt's events logged
 // from there on (a fenced-out runner's). Anything else gets a fresh snapshot.
 // The follower starts from what was read here, so the log is not read twice.
+//
+// On the first attempt (the common case) the log is not read here at all: a
+// lastID up to the snapshot's seq can only name an event of it, and the
+// follower fetches what follows from the gateway's recent events or the log
+// (and sends the snapshot if they do not reach it); past the snapshot, only
+// the log after the snapshot's position is read, to find the event.
 func (s *Server) resumeAt(ctx context.Context, t task.Task, lastID int64) ([]Msg, task.Position, bool) {
-	if lastID == t.Seq && t.Attempt == 1 {
-		return nil, task.PositionOf(t), true
+	if t.Attempt == 1 {
+		if lastID <= t.Seq {
+			return nil, task.Position{Attempt: 1, Seq: lastID}, true
+		}
+		msgs, err := s.bus.ReadLog(ctx, t.ID, task.PositionOf(t), t.StreamPos)
+		if err != nil {
+			s.log.Warn("read task log for an SSE resume; sending a snapshot", "task_id", t.ID, "err", err)
+			return nil, task.Position{}, false
+		}
+		for i, m := range msgs {
+			if m.Event.Attempt == 1 && m.Event.Seq == lastID {
+				return msgs[i+1:], task.Position{Attempt: 1, Seq: lastID}, true
+			}
+		}
+		return nil, task.Position{}, false
 	}
 	msgs, err := s.bus.ReadLog(ctx, t.ID, task.Position{}, 0)
 	if err != nil {

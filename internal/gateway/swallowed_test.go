@@ -30,11 +30,11 @@ type flakyBus struct {
 
 var errBusDown = errors.New("nats: connection reconnecting")
 
-func (b *flakyBus) SubscribeTask(id string, fn func(gateway.Msg)) (func() error, error) {
+func (b *flakyBus) SubscribeTask(id string, fn func(gateway.Msg), lost func()) (func() error, error) {
 	if b.noSubscribe.Load() {
 		return nil, task.Unavailable("event bus", errBusDown)
 	}
-	return b.Bus.SubscribeTask(id, fn)
+	return b.Bus.SubscribeTask(id, fn, lost)
 }
 
 func (b *flakyBus) RequestCancel(id string) error {
@@ -47,6 +47,14 @@ func (b *flakyBus) Dispatch(ctx context.Context, id string, attempt int) error {
 	b.dispatched = append(b.dispatched, ctx.Err())
 	b.mu.Unlock()
 	return b.Bus.Dispatch(ctx, id, attempt)
+}
+
+// DispatchAsync has no context to be cancelled: it is recorded as nil.
+func (b *flakyBus) DispatchAsync(id string, attempt int) error {
+	b.mu.Lock()
+	b.dispatched = append(b.dispatched, nil)
+	b.mu.Unlock()
+	return b.Bus.DispatchAsync(id, attempt)
 }
 
 // flakyGateway is a second gateway of e, on a flaky bus and optionally a
@@ -148,9 +156,9 @@ func (h hangUpAfterSubmit) Submit(ctx context.Context, req task.SubmitRequest) (
 	return res, err
 }
 
-// TestAnnounceOutlivesRequest: the dispatch after a committed submit runs on
-// a context of its own, so a client that hangs up right after the commit
-// does not cancel it.
+// TestAnnounceOutlivesRequest: the dispatch after a committed submit does
+// not run on the request's context (a new task's is not waited for at all),
+// so a client that hangs up right after the commit does not cancel it.
 func TestAnnounceOutlivesRequest(t *testing.T) {
 	t.Parallel()
 	e := setup(t, func(o *envOptions) { o.noRunner = true })

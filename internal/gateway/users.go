@@ -16,6 +16,10 @@ type userHub struct {
 }
 
 type userTopic struct {
+	// ready is closed once the upstream subscription is made (or failed,
+	// with err set); tabs is only used with the hub's lock held.
+	ready chan struct{}
+	err   error
 	tabs  map[*wsSession]struct{}
 	unsub func() error
 }
@@ -25,36 +29,57 @@ func newUserHub(bus Bus, log *slog.Logger) *userHub {
 }
 
 // attach registers a tab; from its return on, the tab gets every task event
-// of its user. The lock is held while subscribing so a second tab of the same
-// user never races the first one's subscription.
+// of its user. The first tab of a user puts the user's topic in place under
+// the lock and subscribes outside it (a round trip to NATS), so upgrades of
+// other users never wait for it; the user's other tabs wait for that
+// subscription, not for the lock.
 func (h *userHub) attach(user string, ss *wsSession) error {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	t, ok := h.users[user]
 	if !ok {
-		t = &userTopic{tabs: map[*wsSession]struct{}{}}
-		unsub, err := h.bus.SubscribeUser(user, func(data []byte) { h.deliver(user, data) })
-		if err != nil {
-			return err
-		}
-		t.unsub = unsub
+		t = &userTopic{ready: make(chan struct{}), tabs: map[*wsSession]struct{}{}}
 		h.users[user] = t
 	}
 	t.tabs[ss] = struct{}{}
+	h.mu.Unlock()
+
+	if !ok {
+		unsub, err := h.bus.SubscribeUser(user, func(data []byte) { h.deliver(user, data) })
+		h.mu.Lock()
+		t.unsub, t.err = unsub, err
+		if err != nil && h.users[user] == t {
+			// Tabs waiting for it fail too; the next tab tries afresh.
+			delete(h.users, user)
+		}
+		h.mu.Unlock()
+		close(t.ready)
+	}
+	<-t.ready
+	if t.err != nil {
+		h.mu.Lock()
+		delete(t.tabs, ss)
+		h.mu.Unlock()
+		return t.err
+	}
 	return nil
 }
 
 func (h *userHub) detach(user string, ss *wsSession) {
+	var unsub func() error
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	t, ok := h.users[user]
-	if !ok {
-		return
+	if ok {
+		delete(t.tabs, ss)
+		if len(t.tabs) == 0 {
+			delete(h.users, user)
+			unsub = t.unsub
+		}
 	}
-	delete(t.tabs, ss)
-	if len(t.tabs) == 0 {
-		delete(h.users, user)
-		if err := t.unsub(); err != nil {
+	h.mu.Unlock()
+	// Only an attached tab detaches, after its attach returned: the topic's
+	// subscription is made.
+	if unsub != nil {
+		if err := unsub(); err != nil {
 			h.log.Debug("unsubscribe user", "err", err)
 		}
 	}
@@ -78,9 +103,13 @@ func (h *userHub) deliver(user string, data []byte) {
 
 func (h *userHub) close() {
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	for user, t := range h.users {
-		_ = t.unsub()
-		delete(h.users, user)
+	topics := h.users
+	h.users = map[string]*userTopic{}
+	h.mu.Unlock()
+	for _, t := range topics {
+		<-t.ready
+		if t.unsub != nil {
+			_ = t.unsub()
+		}
 	}
 }

@@ -19,7 +19,11 @@ import (
 // written as several frames.
 const maxOutFrame = 256 << 10
 
-// serveWS upgrades GET /v1/ws after authentication and the Origin rule.
+// serveWS upgrades GET /v1/ws after authentication and the Origin rule. The
+// handler returns once the connection is taken over: the tab's read loop
+// runs in a goroutine of its own (with a small stack, where the handler's
+// grew while it parsed the request), and everything else of the tab starts
+// only when there is work.
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	id, err := s.auth.authenticate(r, true)
 	if err != nil {
@@ -33,7 +37,12 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	if !s.openTab(w, id.user) {
 		return
 	}
-	defer s.tabs.release(id.user)
+	released := false
+	defer func() {
+		if !released {
+			s.tabs.release(id.user)
+		}
+	}()
 	if id.newCookie != nil {
 		http.SetCookie(w, id.newCookie)
 	}
@@ -45,78 +54,85 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		writeError(w, task.Unavailable("event bus", err))
 		return
 	}
-	defer s.users.detach(id.user, ss)
 	// Origin was checked above with the rule of PROTOCOL.md, which differs
 	// from the library's (a token-authenticated client may omit it).
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
+		s.users.detach(id.user, ss)
 		s.log.Debug("websocket accept", "err", err)
 		return
 	}
 	c.SetReadLimit(protocol.MaxFrameBytes)
 	ss.c = c
 	if !s.track(ss) {
+		s.users.detach(id.user, ss)
 		_ = c.Close(protocol.CloseServiceRestart, "gateway shutting down")
 		return
 	}
-	defer s.untrack(ss)
-	ss.run()
+	released = true
+	go func() {
+		defer s.tabs.release(id.user)
+		defer s.users.detach(id.user, ss)
+		defer s.untrack(ss)
+		ss.run()
+	}()
 }
 
-// wsSession is one tab: a reader that never stops reading, a worker that
-// handles requests in order, and a writer that drains a bounded outbox.
+// wsSession is one tab. Its read loop never stops reading; everything else
+// runs only while there is something to do: a worker while requests wait
+// (they are handled in order), a writer while messages are queued, a ping
+// when the ping timer fires. So an idle tab is one goroutine, parked in a
+// read.
 type wsSession struct {
-	s    *Server
-	c    *websocket.Conn
-	id   identity
-	out  *outbox
-	reqs chan protocol.Request
-	// slots holds one token per request waiting or running (cancels run
-	// beside the queue), MaxPending at most.
-	slots chan struct{}
+	s   *Server
+	c   *websocket.Conn
+	id  identity
+	out *outbox
 
 	ctx    context.Context
 	cancel context.CancelFunc
 
 	mu      sync.Mutex
 	follows map[string]*follower
+	// queue holds the requests waiting for the worker, in order; working
+	// says the worker runs. pending counts requests waiting or running
+	// (cancels run beside the queue), MaxPending at most.
+	queue   []protocol.Request
+	pending int
+	working bool
+	// ended: the read loop returned; nothing more is started.
+	ended bool
+
+	// ping fires every PingInterval; writeTimer ends a write that takes
+	// longer than WriteTimeout (made by the first write).
+	ping       *time.Timer
+	writeTimer *time.Timer
 
 	closeOnce sync.Once
 	// closeDone is closed when a close handshake started by close() ended.
 	closeDone chan struct{}
 	drainOnce sync.Once
-	// flushed is closed by the writer when, after shutdown began, the queue is empty.
-	flushed  chan struct{}
-	draining chan struct{}
-	wg       sync.WaitGroup
+	// wg counts the worker, the writer, running cancels and pings.
+	wg sync.WaitGroup
 }
 
 // newSession makes a tab's session; its connection is set once accepted.
 func newSession(s *Server, id identity) *wsSession {
 	ctx, cancel := context.WithCancel(s.ctx)
-	ss := &wsSession{
-		s: s, id: id,
-		reqs:      make(chan protocol.Request, s.cfg.MaxPending),
-		slots:     make(chan struct{}, s.cfg.MaxPending),
-		ctx:       ctx,
-		cancel:    cancel,
-		follows:   map[string]*follower{},
-		flushed:   make(chan struct{}),
-		draining:  make(chan struct{}),
-		closeDone: make(chan struct{}),
-	}
-	ss.out = newOutbox(s.cfg.QueueBytes, func() {
+	ss := &wsSession{s: s, id: id, ctx: ctx, cancel: cancel, closeDone: make(chan struct{})}
+	ss.out = newSpawningOutbox(s.cfg.QueueBytes, func() {
 		s.metrics.queueDrops.Inc()
 		ss.close(protocol.CloseTryAgainLater, "too slow to take events; resubscribe")
+	}, func() {
+		ss.wg.Add(1)
+		go ss.writeLoop()
 	})
 	return ss
 }
 
 func (ss *wsSession) run() {
-	ss.wg.Add(3)
-	go ss.writeLoop()
-	go ss.pingLoop()
-	go ss.workLoop()
+	ss.out.begin()
+	ss.ping = time.AfterFunc(ss.s.cfg.PingInterval, ss.pingOnce)
 	if !ss.id.exp.IsZero() {
 		t := time.AfterFunc(ss.id.exp.Sub(ss.s.cfg.Now()), func() {
 			ss.close(websocket.StatusPolicyViolation, "token expired")
@@ -126,7 +142,13 @@ func (ss *wsSession) run() {
 
 	ss.readLoop()
 	ss.cancel()
-	close(ss.reqs)
+	ss.mu.Lock()
+	ss.ended = true
+	ss.mu.Unlock()
+	ss.ping.Stop()
+	// No push starts a writer after this: the outbox is closed (what it
+	// holds can still be written by a writer that runs).
+	ss.out.close()
 	ss.wg.Wait()
 	ss.stopFollows()
 	// Let a close handshake in progress send its code before the socket goes.
@@ -159,10 +181,7 @@ func (ss *wsSession) readLoop() {
 			ss.send(protocol.Error(req.Req, task.ErrorCode(err), task.ErrorMessage(err)))
 			continue
 		}
-		select {
-		case ss.slots <- struct{}{}:
-			ss.reqs <- req // never blocks: it holds at most as many as there are slots
-		default:
+		if !ss.enqueue(req) {
 			ss.s.metrics.limitRefusals.WithLabelValues(limitPending).Inc()
 			ss.send(protocol.Error(req.Req, task.CodeRateLimited,
 				fmt.Sprintf("too many requests in flight on this connection (%d); wait for replies", ss.s.cfg.MaxPending)))
@@ -170,12 +189,46 @@ func (ss *wsSession) readLoop() {
 	}
 }
 
-// done frees the slot of a handled request.
-func (ss *wsSession) done() { <-ss.slots }
+// enqueue queues a request for the worker, starting it if it does not run;
+// false when MaxPending requests are waiting or running.
+func (ss *wsSession) enqueue(req protocol.Request) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.pending >= ss.s.cfg.MaxPending {
+		return false
+	}
+	ss.pending++
+	ss.queue = append(ss.queue, req)
+	if !ss.working {
+		ss.working = true
+		ss.wg.Add(1)
+		go ss.workLoop()
+	}
+	return true
+}
 
+// done frees the slot of a handled request.
+func (ss *wsSession) done() {
+	ss.mu.Lock()
+	ss.pending--
+	ss.mu.Unlock()
+}
+
+// workLoop handles the queued requests in order and ends when none is left.
 func (ss *wsSession) workLoop() {
 	defer ss.wg.Done()
-	for req := range ss.reqs {
+	for {
+		ss.mu.Lock()
+		if len(ss.queue) == 0 {
+			ss.queue = ss.queue[:0]
+			ss.working = false
+			ss.mu.Unlock()
+			return
+		}
+		req := ss.queue[0]
+		ss.queue[0] = protocol.Request{}
+		ss.queue = ss.queue[1:]
+		ss.mu.Unlock()
 		if ss.ctx.Err() != nil {
 			ss.done()
 			continue
@@ -197,22 +250,24 @@ func (ss *wsSession) handle(req protocol.Request) {
 	}
 	switch req.Type {
 	case "submit":
-		ss.followTask(req, func(ctx context.Context) (task.Task, []byte, error) {
+		ss.followTask(req, func(ctx context.Context) (task.Task, []byte, bool, error) {
 			res, err := s.submit(ctx, user, task.SubmitRequest{TaskID: req.TaskID,
 				ConversationID: req.ConversationID, Content: req.Content, Attachments: req.Attachments,
 				ParentTaskID: req.ParentTaskID, VersionOf: req.VersionOf})
 			if err != nil {
-				return task.Task{}, nil, err
+				return task.Task{}, nil, false, err
 			}
-			return res.Task, protocol.Submitted(req.Req, res.Task, res.Created), nil
+			// A task created here has no events before the follower was
+			// attached: there is nothing in the log to look for.
+			return res.Task, protocol.Submitted(req.Req, res.Task, res.Created), !res.Created, nil
 		}, fail)
 	case "subscribe":
-		ss.followTask(req, func(ctx context.Context) (task.Task, []byte, error) {
+		ss.followTask(req, func(ctx context.Context) (task.Task, []byte, bool, error) {
 			t, err := s.store.Get(ctx, user, req.TaskID)
 			if err != nil {
-				return task.Task{}, nil, err
+				return task.Task{}, nil, false, err
 			}
-			return t, protocol.Snapshot(req.Req, t), nil
+			return t, protocol.Snapshot(req.Req, t), true, nil
 		}, fail)
 	case "unsubscribe":
 		ss.unfollow(req.TaskID)
@@ -263,7 +318,7 @@ func (ss *wsSession) handle(req protocol.Request) {
 
 // followTask (re)subscribes the tab to a task: an existing subscription of
 // this tab is replaced, so events are never doubled.
-func (ss *wsSession) followTask(req protocol.Request, first func(context.Context) (task.Task, []byte, error), fail func(error)) {
+func (ss *wsSession) followTask(req protocol.Request, first firstSnapshot, fail func(error)) {
 	ss.unfollow(req.TaskID)
 	ss.mu.Lock()
 	n := len(ss.follows)
@@ -279,6 +334,9 @@ func (ss *wsSession) followTask(req protocol.Request, first func(context.Context
 		return
 	}
 	ss.mu.Lock()
+	if ss.follows == nil {
+		ss.follows = map[string]*follower{}
+	}
 	ss.follows[req.TaskID] = f
 	ss.mu.Unlock()
 }
@@ -296,7 +354,7 @@ func (ss *wsSession) unfollow(taskID string) {
 func (ss *wsSession) stopFollows() {
 	ss.mu.Lock()
 	fs := ss.follows
-	ss.follows = map[string]*follower{}
+	ss.follows = nil
 	ss.mu.Unlock()
 	for _, f := range fs {
 		f.stop()
@@ -308,39 +366,45 @@ func (ss *wsSession) send(b []byte) bool {
 	return ss.out.push(b)
 }
 
+// writeLoop writes what is queued, coalesced into frames, and ends when the
+// queue is empty; the outbox starts it again when messages arrive.
 func (ss *wsSession) writeLoop() {
 	defer ss.wg.Done()
 	for {
-		select {
-		case <-ss.out.wake:
-		case <-ss.ctx.Done():
+		items, ok := ss.out.next()
+		if !ok {
 			return
 		}
-		items, overflowed := ss.out.take()
 		for len(items) > 0 {
 			var frame []byte
 			frame, items = coalesce(items)
-			ctx, cancel := context.WithTimeout(ss.ctx, ss.s.cfg.WriteTimeout)
-			err := ss.c.Write(ctx, websocket.MessageText, frame)
-			cancel()
-			if err != nil {
+			if err := ss.write(frame); err != nil {
 				ss.cancel()
-				return
+				// Take nothing more: the tab is going.
+				ss.out.close()
+				for {
+					if _, ok := ss.out.next(); !ok {
+						return
+					}
+				}
 			}
-		}
-		if overflowed {
-			// onOverflow is closing the tab with 1013.
-			return
-		}
-		select {
-		case <-ss.draining:
-			if ss.out.empty() {
-				close(ss.flushed)
-				return
-			}
-		default:
 		}
 	}
+}
+
+// write sends one frame, bounded by WriteTimeout. The deadline is a timer of
+// the tab's, reset for each frame, that closes the connection when it
+// fires: the write is given a context without a deadline, so no timer,
+// context or callback is made per frame.
+func (ss *wsSession) write(frame []byte) error {
+	if ss.writeTimer == nil {
+		ss.writeTimer = time.AfterFunc(ss.s.cfg.WriteTimeout, func() { _ = ss.c.CloseNow() })
+	} else {
+		ss.writeTimer.Reset(ss.s.cfg.WriteTimeout)
+	}
+	err := ss.c.Write(context.Background(), websocket.MessageText, frame)
+	ss.writeTimer.Stop()
+	return err
 }
 
 // coalesce joins queued messages into one frame (newline-separated, as
@@ -354,30 +418,34 @@ func coalesce(items [][]byte) ([]byte, [][]byte) {
 		size += len(items[n]) + 1
 		n++
 	}
+	if n == 1 {
+		return items[0], items[1:]
+	}
 	return bytes.Join(items[:n], []byte{'\n'}), items[n:]
 }
 
-func (ss *wsSession) pingLoop() {
-	defer ss.wg.Done()
-	t := time.NewTicker(ss.s.cfg.PingInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ss.ctx.Done():
-			return
-		case <-t.C:
-		}
-		ctx, cancel := context.WithTimeout(ss.ctx, ss.s.cfg.PongTimeout)
-		err := ss.c.Ping(ctx)
-		cancel()
-		if err != nil {
-			if ss.ctx.Err() == nil {
-				ss.s.log.Debug("dropping tab that did not answer a ping", "err", err)
-				_ = ss.c.CloseNow()
-			}
-			return
-		}
+// pingOnce pings the tab (from the ping timer's goroutine) and arms the
+// timer again; a tab whose pong does not come within PongTimeout is dropped.
+func (ss *wsSession) pingOnce() {
+	ss.mu.Lock()
+	if ss.ended {
+		ss.mu.Unlock()
+		return
 	}
+	ss.wg.Add(1)
+	ss.mu.Unlock()
+	defer ss.wg.Done()
+	ctx, cancel := context.WithTimeout(ss.ctx, ss.s.cfg.PongTimeout)
+	err := ss.c.Ping(ctx)
+	cancel()
+	if err != nil {
+		if ss.ctx.Err() == nil {
+			ss.s.log.Debug("dropping tab that did not answer a ping", "err", err)
+			_ = ss.c.CloseNow()
+		}
+		return
+	}
+	ss.ping.Reset(ss.s.cfg.PingInterval)
 }
 
 // close ends the tab with a close code (once). The close handshake runs in
@@ -396,10 +464,9 @@ func (ss *wsSession) close(code websocket.StatusCode, reason string) {
 // shutdown writes what is queued, then closes the tab with 1012.
 func (ss *wsSession) shutdown(ctx context.Context) {
 	ss.stopFollows()
-	ss.drainOnce.Do(func() { close(ss.draining) })
-	ss.out.signal()
+	ss.drainOnce.Do(ss.out.drain)
 	select {
-	case <-ss.flushed:
+	case <-ss.out.flushed:
 	case <-ss.ctx.Done():
 	case <-ctx.Done():
 	}

@@ -3,6 +3,7 @@ package natsbus
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -86,6 +87,8 @@ type Bus struct {
 	tasks       jetstream.Stream
 	dispatch    jetstream.Consumer
 	log         *slog.Logger
+	// router runs the handlers of every core subscription (router.go).
+	router *router
 }
 
 // Connect dials url, retrying with exponential backoff until it succeeds, ctx
@@ -94,7 +97,7 @@ type Bus struct {
 // connected, the client reconnects by itself for as long as the Bus is open.
 func Connect(ctx context.Context, url string, cfg Config) (*Bus, error) {
 	cfg = cfg.withDefaults()
-	b := &Bus{cfg: cfg, log: cfg.Logger}
+	b := &Bus{cfg: cfg, log: cfg.Logger, router: newRouter()}
 
 	policy := backoff.NewExponentialBackOff()
 	policy.InitialInterval = 100 * time.Millisecond
@@ -108,6 +111,7 @@ func Connect(ctx context.Context, url string, cfg Config) (*Bus, error) {
 		return lastErr
 	}, backoff.WithContext(policy, ctx))
 	if err != nil {
+		b.router.close()
 		if lastErr == nil {
 			lastErr = err
 		}
@@ -130,6 +134,10 @@ func (b *Bus) connectOnce(ctx context.Context, url string) error {
 			subject := ""
 			if sub != nil {
 				subject = sub.Subject
+				if errors.Is(err, nats.ErrSlowConsumer) {
+					// Messages were dropped: the owner catches up.
+					b.router.slow(sub)
+				}
 			}
 			b.log.Warn("nats async error", "subject", subject, "err", err)
 		}),
@@ -144,6 +152,7 @@ func (b *Bus) connectOnce(ctx context.Context, url string) error {
 	js, err := jetstream.New(nc,
 		jetstream.WithPublishAsyncTimeout(b.cfg.PublishAckTimeout),
 		jetstream.WithPublishAsyncMaxPending(maxPendingAcks),
+		jetstream.WithPublishAsyncErrHandler(b.asyncPublishFailed),
 	)
 	if err != nil {
 		nc.Close()
@@ -183,6 +192,7 @@ func (b *Bus) reconnected() {
 // are abandoned, as a crash would abandon them.
 func (b *Bus) Close() {
 	b.nc.Close()
+	b.router.close()
 }
 
 // Ready reports whether the connection is up and JetStream answers.

@@ -22,9 +22,9 @@ func (b *Bus) RequestCancel(taskID string) error {
 
 // SubscribeCancels calls fn with the task id of every cancel request, for all
 // tasks; a runner ignores those of tasks it does not hold. fn is called in
-// order from one goroutine.
+// order, one call at a time.
 func (b *Bus) SubscribeCancels(fn func(taskID string)) (unsubscribe func() error, err error) {
 	return b.subscribe(CancelsSubjects, func(m *nats.Msg) {
 		fn(strings.TrimPrefix(m.Subject, cancelPrefix))
-	})
+	}, nil, true)
 }

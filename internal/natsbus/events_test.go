@@ -44,7 +44,7 @@ func TestPublisherOrderDedupFlush(t *testing.T) {
 		mu.Lock()
 		live = append(live, m)
 		mu.Unlock()
-	})
+	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,46 +24,59 @@ type Msg struct {
 
 // SubscribeTask follows taskID's live events with a core NATS subscription:
 // JetStream delivers every stored message to core subscribers too, at core
-// NATS cost. fn is called in order from one goroutine. The server has the
-// subscription before SubscribeTask returns, so every event published after
-// that is delivered, and a snapshot read afterwards cannot fall into a hole
+// NATS cost. fn is called in order, one call at a time. A live Msg's Event
+// holds what a forwarder needs (protocol.PeekEvent: type, seq, attempt, and
+// a status event's status, with TaskID set); the whole event is in Data.
+//
+// SubscribeTask does not wait for the server: a NATS server handles one
+// connection's messages in order, so it has the subscription before anything
+// this bus sends afterwards. A snapshot read after SubscribeTask returns,
+// followed by a look at the log (ReadLog, LastEvent: requests on this
+// connection), or a dispatch sent afterwards, cannot fall into a hole
 // between itself and the live feed.
 //
 // Live delivery is not the log: every publish reaches core subscribers, so an
 // event re-published after a lost ack arrives twice (drop seq <= the last one
 // seen), and a message lost on the way (a slow subscriber, a reconnect) shows
-// up as a seq gap, which the caller fills with ReadLog. Messages that are not
+// up as a seq gap, which the caller fills with ReadLog. When messages were
+// dropped on this side (the subscriber fell behind), lost (may be nil) is
+// called, in a goroutine of its own, since the lost message may have been the
+// last one and no later event would show the gap. Messages that are not
 // events are logged and skipped.
-func (b *Bus) SubscribeTask(taskID string, fn func(Msg)) (unsubscribe func() error, err error) {
+func (b *Bus) SubscribeTask(taskID string, fn func(Msg), lost func()) (unsubscribe func() error, err error) {
 	if err := checkToken(taskID); err != nil {
 		return nil, fmt.Errorf("subscribe task: %w", err)
 	}
 	return b.subscribe(TaskSubject(taskID), func(m *nats.Msg) {
-		e, err := protocol.DecodeEvent(m.Data)
+		e, err := protocol.PeekEvent(m.Data)
 		if err != nil {
 			b.log.Warn("dropped a malformed task event", "subject", m.Subject, "err", err)
 			return
 		}
+		e.TaskID = taskID
 		fn(Msg{Event: e, Data: m.Data})
-	})
+	}, lost, false)
 }
 
-// subscribe makes a core subscription and waits for the server to have it.
-func (b *Bus) subscribe(subject string, handle nats.MsgHandler) (_ func() error, err error) {
+// subscribe makes a core subscription whose messages the router hands to
+// handle. With flush it waits for the server to have it.
+func (b *Bus) subscribe(subject string, handle func(*nats.Msg), lost func(), flush bool) (_ func() error, err error) {
 	defer classify(&err)
 	if err := b.connected(); err != nil {
 		return nil, fmt.Errorf("subscribe %s: %w", subject, err)
 	}
-	sub, err := b.nc.Subscribe(subject, handle)
+	sub, err := b.router.subscribe(b.nc, subject, handle, lost)
 	if err != nil {
 		return nil, fmt.Errorf("subscribe %s: %w", subject, err)
 	}
-	// A round trip to the server: after it, the server has processed SUB.
-	if err := b.nc.FlushTimeout(b.cfg.ConnectTimeout); err != nil {
-		_ = sub.Unsubscribe()
-		return nil, fmt.Errorf("subscribe %s: %w", subject, err)
+	if flush {
+		// A round trip to the server: after it, the server has processed SUB.
+		if err := b.nc.FlushTimeout(b.cfg.ConnectTimeout); err != nil {
+			_ = b.router.unsubscribe(sub)
+			return nil, fmt.Errorf("subscribe %s: %w", subject, err)
+		}
 	}
-	return sub.Unsubscribe, nil
+	return func() error { return b.router.unsubscribe(sub) }, nil
 }
 
 // ReadLog returns the logged events of taskID that sort after the position

@@ -33,7 +33,7 @@ func TestDisconnectedIsUnavailable(t *testing.T) {
 		t.Errorf("Ready: %v", err)
 	}
 	start := time.Now()
-	if _, err := b.SubscribeTask("t1", func(natsbus.Msg) {}); code(err) != task.CodeUnavailable {
+	if _, err := b.SubscribeTask("t1", func(natsbus.Msg) {}, nil); code(err) != task.CodeUnavailable {
 		t.Errorf("SubscribeTask: %v", err)
 	}
 	if time.Since(start) > time.Second {

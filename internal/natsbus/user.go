@@ -19,8 +19,8 @@ func (b *Bus) PublishUserTask(userID string, t task.Task) error {
 }
 
 // SubscribeUser calls fn with the wire JSON of every "task" event of userID,
-// in order, from one goroutine. A gateway holds one such subscription per
-// user with tabs attached.
+// in order, one call at a time. A gateway holds one such subscription per
+// user with tabs attached. The server has it when SubscribeUser returns.
 func (b *Bus) SubscribeUser(userID string, fn func(data []byte)) (unsubscribe func() error, err error) {
-	return b.subscribe(UserSubject(userID), func(m *nats.Msg) { fn(m.Data) })
+	return b.subscribe(UserSubject(userID), func(m *nats.Msg) { fn(m.Data) }, nil, true)
 }

@@ -20,8 +20,8 @@ func toGateway(m natsbus.Msg) gateway.Msg {
 	return gateway.Msg{Event: m.Event, Data: m.Data, StreamPos: m.StreamPos}
 }
 
-func (g gatewayBus) SubscribeTask(taskID string, fn func(gateway.Msg)) (func() error, error) {
-	return g.Bus.SubscribeTask(taskID, func(m natsbus.Msg) { fn(toGateway(m)) })
+func (g gatewayBus) SubscribeTask(taskID string, fn func(gateway.Msg), lost func()) (func() error, error) {
+	return g.Bus.SubscribeTask(taskID, func(m natsbus.Msg) { fn(toGateway(m)) }, lost)
 }
 
 func (g gatewayBus) ReadLog(ctx context.Context, taskID string, after task.Position, fromStreamPos uint64) ([]gateway.Msg, error) {

@@ -1,0 +1,197 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tether-dev/tether/internal/task"
+)
+
+// blockingSink is a sink whose sendEvent blocks, while blocked is open.
+type blockingSink struct {
+	entered chan struct{} // receives once per blocked send
+	blocked chan struct{} // closed: sends go through
+	mu      sync.Mutex
+	got     []int64
+}
+
+func (k *blockingSink) sendSnapshot(task.Task, []byte) bool { return true }
+func (k *blockingSink) waitRoom(context.Context)             {}
+func (k *blockingSink) sendEvent(m Msg) bool {
+	select {
+	case <-k.blocked:
+	default:
+		k.entered <- struct{}{}
+		<-k.blocked
+	}
+	k.mu.Lock()
+	k.got = append(k.got, m.Event.Seq)
+	k.mu.Unlock()
+	return true
+}
+
+// waitUntil waits for cond with a deadline.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func delta(seq int64) Msg {
+	return Msg{Event: task.Event{Type: task.EventDelta, TaskID: "t", Attempt: 1, Seq: seq}, Data: []byte("{}")}
+}
+
+// A follower delivering a batch of its catch-up does not hold the lock the
+// live feed takes: while its sink is busy with the batch, the NATS
+// goroutine hands it the next live event at once (it is buffered) and goes
+// on to the task's other tabs. The events still arrive once each, in order.
+func TestCatchUpBatchDoesNotHoldUpTheLiveFeed(t *testing.T) {
+	h := &hub{metrics: newMetrics(), maxBuffer: 1 << 20, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	k := &blockingSink{entered: make(chan struct{}, 1), blocked: make(chan struct{})}
+	f := newFollower(context.Background(), h, "t", k, nil)
+	f.topic = &topic{}
+	f.last = task.Position{Attempt: 1, Seq: 0}
+	for seq := int64(1); seq <= 3; seq++ {
+		f.onLive(delta(seq)) // filling: buffered
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); f.catchUp(false) }()
+	<-k.entered // the catch-up is delivering its batch, blocked in the sink
+
+	live := make(chan struct{})
+	go func() { defer close(live); f.onLive(delta(4)) }()
+	select {
+	case <-live:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the live feed waited for a catch-up batch")
+	}
+	close(k.blocked)
+	<-done
+	waitUntil(t, "delivery", func() bool { k.mu.Lock(); defer k.mu.Unlock(); return len(k.got) == 4 })
+	for i, s := range k.got {
+		if s != int64(i+1) {
+			t.Fatalf("delivered %v", k.got)
+		}
+	}
+	f.onLive(delta(5)) // caught up: delivered directly
+	waitUntil(t, "live delivery", func() bool { k.mu.Lock(); defer k.mu.Unlock(); return len(k.got) == 5 })
+}
+
+// Nothing is delivered after stop returns, even by a batch under way.
+func TestStopWaitsForABatch(t *testing.T) {
+	h := &hub{metrics: newMetrics(), maxBuffer: 1 << 20, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	k := &blockingSink{entered: make(chan struct{}, 1), blocked: make(chan struct{})}
+	f := newFollower(context.Background(), h, "t", k, nil)
+	f.topic = &topic{}
+	f.last = task.Position{Attempt: 1, Seq: 0}
+	for seq := int64(1); seq <= 3; seq++ {
+		f.onLive(delta(seq))
+	}
+	go f.catchUp(false)
+	<-k.entered
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); f.stop() }()
+	time.Sleep(10 * time.Millisecond) // give stop a chance to return early (it must not)
+	select {
+	case <-stopped:
+		t.Fatal("stop returned while a batch was being delivered")
+	default:
+	}
+	close(k.blocked)
+	<-stopped
+	k.mu.Lock()
+	n := len(k.got)
+	k.mu.Unlock()
+	f.onLive(delta(4))
+	time.Sleep(10 * time.Millisecond)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.got) != n || n > 1 {
+		t.Fatalf("delivered %v after stop (had %d)", k.got, n)
+	}
+}
+
+// slowUserBus blocks SubscribeUser for user "slow" until release closes.
+type slowUserBus struct {
+	Bus
+	release chan struct{}
+	entered chan struct{}
+}
+
+func (b *slowUserBus) SubscribeUser(user string, fn func([]byte)) (func() error, error) {
+	if user == "slow" {
+		b.entered <- struct{}{}
+		<-b.release
+		return nil, errors.New("down")
+	}
+	return func() error { return nil }, nil
+}
+
+// The user hub's lock is not held across a subscription round trip: a tab
+// of another user attaches while the first user's subscribe hangs.
+func TestUserSubscribeDoesNotHoldUpOtherUsers(t *testing.T) {
+	bus := &slowUserBus{release: make(chan struct{}), entered: make(chan struct{}, 1)}
+	h := newUserHub(bus, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	slowErr := make(chan error, 1)
+	go func() { slowErr <- h.attach("slow", &wsSession{}) }()
+	<-bus.entered
+	fast := make(chan error, 1)
+	go func() { fast <- h.attach("fast", &wsSession{}) }()
+	select {
+	case err := <-fast:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("another user's tab waited for a subscribe round trip")
+	}
+	// A second tab of the slow user waits for that subscription, and fails with it.
+	second := make(chan error, 1)
+	go func() { second <- h.attach("slow", &wsSession{}) }()
+	close(bus.release)
+	if err := <-slowErr; err == nil {
+		t.Fatal("the failed subscribe was not reported")
+	}
+	if err := <-second; err == nil {
+		t.Fatal("a tab waiting for a failed subscribe was not told")
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.users["slow"]; ok {
+		t.Fatal("a failed user topic stayed")
+	}
+}
+
+// BenchmarkAttachToBusyTopic: tabs joining and leaving a task that 10,000
+// tabs follow. Followers are appended in place and removed lazily, so a
+// join no longer copies every follower (about 400 MB of garbage for 10,000
+// joins one by one).
+func BenchmarkAttachToBusyTopic(b *testing.B) {
+	t := &topic{ready: make(chan struct{})}
+	close(t.ready)
+	h := &hub{metrics: newMetrics(), topics: map[string]*topic{"t": t}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for range 10000 {
+		f := &follower{hub: h, taskID: "t"}
+		if err := h.attach(f); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		f := &follower{hub: h, taskID: "t"}
+		if err := h.attach(f); err != nil {
+			b.Fatal(err)
+		}
+		h.detach(f)
+	}
+}
