@@ -91,7 +91,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	defer store.Close()
 
 	bus, err := natsbus.Connect(ctx, natsURL, natsbus.Config{Name: "tether-gateway", MaxElapsed: c.ConnectTimeout,
-		Replicas: c.NATSReplicas, Logger: log})
+		Replicas: c.NATSReplicas, TaskMaxBytes: int64(c.LogMaxBytes), Logger: log})
 	if err != nil {
 		// natsbus's errors name the URL without its password.
 		return err
@@ -145,7 +145,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	loopCtx, stopLoops := context.WithCancel(context.Background())
 	defer stopLoops()
-	loop := &maintenance.Loop{Store: store, Bus: bus, Uploads: ups, Logger: log}
+	loop := &maintenance.Loop{Store: store, Bus: bus, Uploads: ups, LogGrace: c.LogGrace, Logger: log}
 	loopDone := make(chan error, 1)
 	go func() { loopDone <- loop.Run(loopCtx) }()
 

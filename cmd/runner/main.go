@@ -62,7 +62,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	// The bus exists before the runner whose leases gate its writes.
 	var gate atomic.Pointer[runner.Runner]
 	bus, err := natsbus.Connect(ctx, o.NATSURL, natsbus.Config{Name: "runner " + o.RunnerID,
-		MaxElapsed: o.ConnectTimeout, Replicas: o.NATSReplicas, Logger: log, WriteGate: func() bool {
+		MaxElapsed: o.ConnectTimeout, Replicas: o.NATSReplicas, TaskMaxBytes: int64(o.LogMaxBytes),
+		Logger: log, WriteGate: func() bool {
 			r := gate.Load()
 			return r == nil || r.MaySend()
 		}})
@@ -80,7 +81,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	// The URL may hold a password: print it redacted.
 	fmt.Fprintf(stdout, "runner %s: engine %s, %d at once, NATS %s\n", r.ID(), o.Engine, o.Concurrency, natsbus.RedactURL(o.NATSURL))
 
-	loop := &maintenance.Loop{Store: store, Bus: bus, Interval: o.MaintenanceInterval, Logger: log}
+	loop := &maintenance.Loop{Store: store, Bus: bus, Interval: o.MaintenanceInterval, LogGrace: o.LogGrace, Logger: log}
 	// Maintenance stops with the signal; the runner drains after it.
 	var wg sync.WaitGroup
 	wg.Add(1)

@@ -6,7 +6,7 @@
 // answer streams stays where they are, with a button back to the newest.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { T, answerText, openApp, scenario, sel, send, threeShots, waitStatus, waitTextAtLeast } from './harness.mjs';
+import { T, answerText, openApp, scenario, sel, send, sendShown, threeShots, waitStatus, waitTextAtLeast } from './harness.mjs';
 
 const focused = (page) => page.evaluate(() => document.activeElement?.getAttribute('data-testid'));
 
@@ -19,7 +19,7 @@ test('focus, Escape, plain-word errors, sentences for screen readers, scroll to 
     assert.equal(await focused(page), 'composer-input', 'the composer has the focus on load');
 
     // A failure, in plain words; the engine's message is behind "Details".
-    const failed = await send(page, '/fail 2 10');
+    const failed = await sendShown(page, '/fail 2 10');
     assert.equal(await focused(page), 'composer-input', 'the composer keeps the focus after sending');
     await waitStatus(page, failed, 'failed');
     const answer = `${sel.assistant}[data-task-id="${failed}"]`;

@@ -7,7 +7,7 @@
 // and messages show their time.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { T, artifacts, openApp, scenario, sel, send, threeShots, waitStatus } from './harness.mjs';
+import { T, artifacts, openApp, scenario, sel, send, sendShown, threeShots, waitStatus } from './harness.mjs';
 
 const item = (id) => `[data-testid="conversation-item"][data-id="${id}"]`;
 const titleOf = (page, id) => page.textContent(`${item(id)} .title`);
@@ -90,13 +90,13 @@ test('conversations: clean titles, rename and delete synced live, full-text sear
 
     // Date groups: move the zebra conversation three days back and make one from yesterday.
     await a.click('[data-testid="new-conversation"]');
-    const y = await send(a, 'Yesterday question');
+    const y = await sendShown(a, 'Yesterday question');
     await waitStatus(a, y, 'done');
     const yConv = await a.evaluate(() => window.tether.conversationId);
     await sys.sql(`UPDATE conversations SET updated_at = now() - interval '3 days' WHERE id = '${zebra}'`);
     await sys.sql(`UPDATE conversations SET updated_at = now() - interval '1 day' WHERE id = '${yConv}'`);
     await a.click('[data-testid="new-conversation"]');
-    const today = await send(a, '/stream 3 10');
+    const today = await sendShown(a, '/stream 3 10');
     await waitStatus(a, today, 'done');
     await b.reload();
     await openApp(b, sys.base);

@@ -7,7 +7,7 @@
 // without WebSocket at all gets the same.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { T, answerText, openApp, scenario, sel, send, startWsBlockingProxy, streamText, threeShots, waitLoaded, waitStatus, waitTextAtLeast } from './harness.mjs';
+import { T, answerText, openApp, scenario, sel, send, sendShown, startWsBlockingProxy, streamText, threeShots, waitLoaded, waitStatus, waitTextAtLeast } from './harness.mjs';
 
 const live = (transport) => `[data-testid="connection"][data-state="live"][data-transport="${transport}"]`;
 
@@ -75,7 +75,7 @@ test('WebSocket blocked: the app works over HTTP and SSE, then goes back to WebS
       const back = Date.now();
       await page.waitForSelector(live('websocket'), { timeout: 90_000 });
       t.diagnostic(`back on WebSocket ${Date.now() - back} ms after it was let through`);
-      const after = await send(page, '/stream 30 10');
+      const after = await sendShown(page, '/stream 30 10');
       await waitStatus(page, after, 'done');
       assert.equal(await answerText(page, after), streamText(30));
       assert.equal(events.filter((e) => e.path.includes(after)).length, 0, 'that answer came over WebSocket');
@@ -88,7 +88,7 @@ test('WebSocket blocked: the app works over HTTP and SSE, then goes back to WebS
       const p2 = await bare.newPage();
       await p2.goto(sys.base + '/');
       await p2.waitForSelector(live('http'), { timeout: T.long });
-      const id2 = await send(p2, '/stream 20 10');
+      const id2 = await sendShown(p2, '/stream 20 10');
       await waitStatus(p2, id2, 'done');
       assert.equal(await answerText(p2, id2), streamText(20));
       await bare.close();

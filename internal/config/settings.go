@@ -51,6 +51,8 @@ type Config struct {
 	ConnectTimeout      time.Duration
 	MaintenanceInterval time.Duration
 	LogLevel            slog.Level
+	LogGrace            time.Duration
+	LogMaxBytes         int
 }
 
 // settings declares every setting once: its variable, flag, users, type
@@ -173,6 +175,12 @@ func (c *Config) settings() []setting {
 		{env: "TETHER_DRAIN_TIMEOUT", flag: "drain-timeout", users: Runner, def: "20s",
 			doc:   "on SIGTERM, how long running tasks may finish before they are left to another runner",
 			value: duration(&c.DrainTimeout)},
+		{env: "TETHER_LOG_GRACE", flag: "log-grace", users: both, def: "5m",
+			doc:   "a finished task's events stay in the JetStream log this long (for a resume that comes late), then maintenance purges them; its snapshot has them all",
+			value: duration(&c.LogGrace)},
+		{env: "TETHER_LOG_MAX_BYTES", flag: "log-max-bytes", users: both, def: "4294967296",
+			doc:   "bytes the JetStream log of task events may hold (4 GiB); past it the oldest events go; give every process the same",
+			value: integer(&c.LogMaxBytes, 1<<20, 1<<50)},
 		{env: "TETHER_CONNECT_TIMEOUT", flag: "connect-timeout", users: both, def: "30s",
 			doc:   "how long Postgres and NATS are retried at start before the process exits non-zero",
 			value: duration(&c.ConnectTimeout)},

@@ -33,6 +33,8 @@ type Bus interface {
 	ReadLog(ctx context.Context, taskID string, after task.Position, fromStreamPos uint64) ([]natsbus.Msg, error)
 	// Dispatch asks a runner to run the task's attempt.
 	Dispatch(ctx context.Context, taskID string, attempt int) error
+	// PurgeTaskLog removes a finished task's events from the log.
+	PurgeTaskLog(ctx context.Context, taskID string) error
 }
 
 // Loop is one maintenance worker. Its zero-valued fields get defaults in Run.
@@ -46,6 +48,16 @@ type Loop struct {
 	// JetStream de-duplication and the conditional claim make a repeat
 	// harmless. Default 5s.
 	RedispatchAge time.Duration
+	// RedispatchEvery is how often a task that stays pending is dispatched
+	// again after that, by one process of all. Default 30s: longer than
+	// JetStream's window for duplicate dispatches (20s), within which a
+	// repeat would only be dropped.
+	RedispatchEvery time.Duration
+	// LogGrace is how long a finished task's events stay in the JetStream
+	// log (for a resume that comes late) before they are purged; the
+	// task's snapshot in Postgres has them all. 0: never purged here (they
+	// age out with the stream's retention).
+	LogGrace time.Duration
 	// Uploads, when set, is swept every round: uploads that expired (no
 	// message took them in time, terminated, or their conversation was
 	// deleted) go with their bytes. Only a process that can reach the bytes
@@ -81,7 +93,8 @@ func (l *Loop) Run(ctx context.Context) error {
 }
 
 // Tick does one round: expire pending tasks, expire leases, purge, sweep
-// expired uploads, and dispatch again what is still waiting. Each step's failure is logged and
+// expired uploads, purge finished tasks' logs, and dispatch again what is
+// still waiting. Each step's failure is logged and
 // does not stop the others.
 func (l *Loop) Tick(ctx context.Context) {
 	log := cmp.Or(l.Logger, slog.Default())
@@ -125,7 +138,18 @@ func (l *Loop) Tick(ctx context.Context) {
 		}
 	}
 
-	waiting, err := l.Store.Undispatched(ctx, cmp.Or(l.RedispatchAge, 5*time.Second))
+	if l.LogGrace > 0 {
+		n, err := l.Store.PurgeLogs(ctx, l.LogGrace, l.Bus.PurgeTaskLog)
+		if err != nil && ctx.Err() == nil {
+			failed(log, "maintenance: purge logs of finished tasks", err)
+		}
+		if n > 0 {
+			log.Debug("purged finished tasks' events from the log", "count", n)
+		}
+	}
+
+	waiting, err := l.Store.Undispatched(ctx, cmp.Or(l.RedispatchAge, 5*time.Second),
+		cmp.Or(l.RedispatchEvery, 30*time.Second))
 	if err != nil && ctx.Err() == nil {
 		failed(log, "maintenance: find undispatched tasks", err)
 	}

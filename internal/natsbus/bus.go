@@ -24,6 +24,10 @@ type Config struct {
 	// TaskRetention is how long task events stay in the log; it must outlast
 	// any task. Default 48h.
 	TaskRetention time.Duration
+	// TaskMaxBytes bounds the log's size: past it the oldest events go
+	// (maintenance purges finished tasks' events long before, see
+	// maintenance.Loop.LogGrace). Default 4 GiB; -1: no bound.
+	TaskMaxBytes int64
 	// DispatchAckWait is how long a runner may take to claim a dispatched task
 	// before JetStream hands it to another runner. Default 30s.
 	DispatchAckWait time.Duration
@@ -58,6 +62,7 @@ type Config struct {
 func (c Config) withDefaults() Config {
 	c.Name = cmp.Or(c.Name, "tether")
 	c.TaskRetention = cmp.Or(c.TaskRetention, 48*time.Hour)
+	c.TaskMaxBytes = cmp.Or(c.TaskMaxBytes, 4<<30)
 	c.DispatchAckWait = cmp.Or(c.DispatchAckWait, 30*time.Second)
 	c.ConnectTimeout = cmp.Or(c.ConnectTimeout, 2*time.Second)
 	c.MaxElapsed = cmp.Or(c.MaxElapsed, 30*time.Second)

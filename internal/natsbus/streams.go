@@ -28,6 +28,7 @@ func (b *Bus) ensureStreams(ctx context.Context) error {
 		Subjects:    []string{TasksSubjects},
 		Retention:   jetstream.LimitsPolicy,
 		MaxAge:      b.cfg.TaskRetention,
+		MaxBytes:    b.cfg.TaskMaxBytes,
 		Storage:     jetstream.FileStorage,
 		Duplicates:  min(taskDuplicates, b.cfg.TaskRetention),
 		Discard:     jetstream.DiscardOld,
@@ -61,5 +62,19 @@ func (b *Bus) ensureStreams(ctx context.Context) error {
 		return fmt.Errorf("ensure consumer %s: %w", RunnersConsumer, err)
 	}
 	b.tasks, b.dispatch = tasks, cons
+	return nil
+}
+
+// PurgeTaskLog removes every event of taskID from the log: maintenance calls
+// it for tasks finished a grace period ago, whose snapshot in Postgres is
+// final, so the log's disk holds running and recent tasks only.
+func (b *Bus) PurgeTaskLog(ctx context.Context, taskID string) (err error) {
+	defer classify(&err)
+	if err := checkToken(taskID); err != nil {
+		return fmt.Errorf("purge task log: %w", err)
+	}
+	if err := b.tasks.Purge(ctx, jetstream.WithPurgeSubject(TaskSubject(taskID))); err != nil {
+		return fmt.Errorf("purge the log of task %s: %w", taskID, err)
+	}
 	return nil
 }

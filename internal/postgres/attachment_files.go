@@ -21,11 +21,12 @@ const attachmentFiles = `
 		FROM tasks t JOIN messages ph ON ph.id = t.assistant_message_id
 		WHERE t.id = $1),
 	w AS (
-		SELECT m.id, m.created_at FROM t
-		JOIN messages m ON m.conversation_id = t.conversation_id
-		               AND (m.created_at, m.id) < (t.ph_at, t.ph_id)
-		ORDER BY m.created_at DESC, m.id DESC
-		LIMIT $2)
+		SELECT m.id, m.created_at FROM t CROSS JOIN LATERAL (
+			SELECT m.id, m.created_at FROM messages m
+			WHERE m.conversation_id = t.conversation_id
+			  AND (m.created_at, m.id) < (t.ph_at, t.ph_id)
+			ORDER BY m.created_at DESC, m.id DESC
+			LIMIT $2) m)
 	SELECT u.id, u.name, u.size, u.type, u.message_id, u.id = ANY(t.attachments), u.sha256,
 		u.text IS NOT NULL,
 		CASE WHEN sum(octet_length(u.text)) OVER (

@@ -61,7 +61,7 @@ func (s *Store) claim(ctx context.Context, tx pgx.Tx, r taskRow, c task.Claim, n
 		UPDATE tasks SET status = 'running', runner_id = $3, lease_until = $4,
 			seq = greatest(seq, $5) + 1, cancel_requested = false, updated_at = $6
 		WHERE id = $1 AND status = 'pending' AND attempt = $2
-		RETURNING `+taskColumns,
+		RETURNING `+storedColumns,
 		r.ID, r.Attempt, c.RunnerID, now.Add(s.cfg.Lease), c.LastSeq, now))
 	if err != nil {
 		return taskRow{}, fmt.Errorf("mark running: %w", err)
@@ -97,11 +97,15 @@ func (s *Store) Restart(ctx context.Context, taskID string, attempt int) (_ task
 		}
 		restarted, err = scanTask(tx.QueryRow(ctx, `
 			UPDATE tasks SET status = 'pending', attempt = attempt + 1, output = '', keep = 0,
-				progress = 0, seq = seq + 1, runner_id = NULL, lease_until = NULL, updated_at = $3
+				progress = 0, seq = seq + 1, runner_id = NULL, lease_until = NULL, redispatched_at = NULL,
+				updated_at = $3
 			WHERE id = $1 AND status = 'running' AND attempt = $2
-			RETURNING `+taskColumns, r.ID, attempt, now))
+			RETURNING `+storedColumns, r.ID, attempt, now))
 		if err != nil {
 			return fmt.Errorf("mark pending: %w", err)
+		}
+		if err := dropChunks(ctx, tx, r.ID); err != nil {
+			return err
 		}
 		return fillPlaceholder(ctx, tx, r.assistantMessageID, "", task.MessageGenerating)
 	})

@@ -12,16 +12,22 @@ import (
 )
 
 // contextBefore reads the messages before a task's placeholder, newest
-// first: the task's own user message, then the conversation before it.
+// first: the task's own user message, then the conversation before it. The
+// LATERAL subquery walks the conversation's page index backwards from the
+// placeholder and stops after limit rows; a plain join sorted every earlier
+// message of the conversation first (77 ms against 0.8 ms on 50,000).
 const contextBefore = `
 	SELECT m.id, m.conversation_id, m.role, m.content, m.task_id, m.status, m.created_at
 	FROM tasks t
 	JOIN messages ph ON ph.id = t.assistant_message_id
-	JOIN messages m ON m.conversation_id = t.conversation_id
-	               AND (m.created_at, m.id) < (ph.created_at, ph.id)
+	CROSS JOIN LATERAL (
+		SELECT * FROM messages m
+		WHERE m.conversation_id = t.conversation_id
+		  AND (m.created_at, m.id) < (ph.created_at, ph.id)
+		ORDER BY m.created_at DESC, m.id DESC
+		LIMIT $2) m
 	WHERE t.id = $1
-	ORDER BY m.created_at DESC, m.id DESC
-	LIMIT $2`
+	ORDER BY m.created_at DESC, m.id DESC`
 
 // Context returns the messages of a task's conversation that came before
 // the task's own user message, oldest first: the newest limit of them. An

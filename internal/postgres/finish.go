@@ -67,16 +67,20 @@ func finish(ctx context.Context, tx pgx.Tx, r taskRow, f task.Finish, now time.T
 	if f.Status == task.StatusFailed {
 		errText = f.Error
 	}
+	// The attempt's chunks and the last batch go back into output, once.
 	finished, err := scanTask(tx.QueryRow(ctx, `
-		UPDATE tasks SET status = $3, output = output || $4, seq = $5,
+		UPDATE tasks SET status = $3, output = `+foldedOutput+` || $4, seq = $5,
 			progress = greatest(progress, $6), stream_pos = $7, error = $8, result_ref = $9,
 			lease_until = NULL, finished_at = $10, updated_at = $10
 		WHERE id = $1 AND status = 'running' AND attempt = $2
-		RETURNING `+taskColumns,
+		RETURNING `+storedColumns,
 		r.ID, r.Attempt, f.Status, f.Append, f.Seq, f.Progress, int64(f.StreamPos),
 		errText, f.ResultRef, now))
 	if err != nil {
 		return taskRow{}, fmt.Errorf("mark finished: %w", err)
+	}
+	if err := dropChunks(ctx, tx, r.ID); err != nil {
+		return taskRow{}, err
 	}
 	err = fillPlaceholder(ctx, tx, r.assistantMessageID, finished.Output, string(f.Status))
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -16,38 +17,46 @@ import (
 // huge transaction; callers run maintenance periodically.
 const maintenanceBatch = 500
 
+// expirePending fails, in one statement, a batch of the tasks no runner
+// claimed within the pending timeout: each gets the failed status with
+// no_runner at the seq after its own, its transition and its assistant
+// message (with the output it kept, if any). Rows another process has
+// locked are passed over.
+const expirePending = `
+	WITH due AS (
+		SELECT id AS due_id FROM tasks
+		WHERE status = 'pending' AND updated_at < $1
+		ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED),
+	f AS (
+		UPDATE tasks SET status = 'failed', error = $3, seq = seq + 1, lease_until = NULL,
+			finished_at = $4, updated_at = $4
+		FROM due WHERE id = due_id
+		RETURNING ` + storedColumns + `),
+	tr AS (
+		INSERT INTO task_transitions (task_id, attempt, from_status, to_status, reason, at)
+		SELECT id, attempt, 'pending', 'failed', $3, $4 FROM f),
+	m AS (
+		UPDATE messages SET content = f.output, status = 'failed'
+		FROM f WHERE messages.id = f.assistant_message_id)
+	SELECT ` + storedColumns + ` FROM f`
+
 // ExpirePending fails the tasks no runner claimed within the pending timeout
-// (no_runner). Several processes may run it at once: each takes the rows the
-// others have not locked.
+// (no_runner), a batch per statement. Several processes may run it at once:
+// each takes the rows the others have not locked.
 func (s *Store) ExpirePending(ctx context.Context) (_ []task.Task, err error) {
 	defer classify(&err)
+	if !allowed(task.StatusPending, task.StatusFailed) {
+		return nil, errForbiddenTransition
+	}
 	now := s.now()
 	var expired []task.Task
 	for {
-		var batch []taskRow
-		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			rows, err := tx.Query(ctx, `
-				SELECT `+taskColumns+` FROM tasks
-				WHERE status = 'pending' AND updated_at < $1
-				ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED`,
-				now.Add(-s.cfg.PendingTimeout), maintenanceBatch)
-			if err != nil {
-				return fmt.Errorf("find pending tasks: %w", err)
-			}
-			due, err := scanTasks(rows)
-			if err != nil {
-				return err
-			}
-			batch = batch[:0]
-			for _, r := range due {
-				failed, err := failTask(ctx, tx, r, task.ErrNoRunner, r.Output, r.Seq+1, now)
-				if err != nil {
-					return err
-				}
-				batch = append(batch, failed)
-			}
-			return nil
-		})
+		rows, err := s.pool.Query(ctx, expirePending, now.Add(-s.cfg.PendingTimeout), maintenanceBatch,
+			task.ErrNoRunner, now)
+		if err != nil {
+			return expired, fmt.Errorf("expire pending tasks: %w", err)
+		}
+		batch, err := scanTasks(rows)
 		if err != nil {
 			return expired, fmt.Errorf("expire pending tasks: %w", err)
 		}
@@ -60,12 +69,14 @@ func (s *Store) ExpirePending(ctx context.Context) (_ []task.Task, err error) {
 
 // ExpireLeases takes running tasks whose runner stopped heart-beating. Each
 // is first brought up to date with fold (nil: the stored snapshot is used),
-// outside any transaction since fold reads the event log; then, if the row
-// is still that attempt at that seq with an expired lease, it becomes
-// cancelled (a cancel was requested), pending as a new attempt (attempts
-// left) or failed with runner_lost. Its status event gets the seq after the
-// folded one. A task fold fails for is left for the next round and its error
-// returned with the tasks that were changed.
+// outside any transaction since fold reads the event log; then, in one
+// transaction for the batch (each task in a savepoint of its own, so one
+// task's failure leaves the others' changes), if the row is still that
+// attempt at that seq with an expired lease, it becomes cancelled (a cancel
+// was requested), pending as a new attempt (attempts left) or failed with
+// runner_lost. Its status event gets the seq after the folded one. A task
+// fold fails for is left for the next round and its error returned with the
+// tasks that were changed.
 func (s *Store) ExpireLeases(ctx context.Context, fold task.Fold) (_ []task.Task, err error) {
 	defer classify(&err)
 	now := s.now()
@@ -83,76 +94,106 @@ func (s *Store) ExpireLeases(ctx context.Context, fold task.Fold) (_ []task.Task
 	var (
 		changed []task.Task
 		errs    []error
+		ready   []taskRow
+		folds   []task.Task
+		stuck   []taskRow
 	)
 	for _, r := range due {
-		t, ok, err := s.expireLease(ctx, r, fold, now)
+		folded, err := foldLease(ctx, r, fold)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("expire lease of task %s attempt %d: %w", r.ID, r.Attempt, err))
 			continue
 		}
-		if ok {
-			changed = append(changed, t)
+		ready, folds = append(ready, r), append(folds, folded)
+	}
+	if len(ready) > 0 {
+		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			for i, r := range ready {
+				var (
+					t  task.Task
+					ok bool
+				)
+				err := pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
+					var err error
+					t, ok, err = s.expireLease(ctx, sp, r, folds[i], now)
+					return err
+				})
+				switch {
+				case err != nil:
+					errs = append(errs, fmt.Errorf("expire lease of task %s attempt %d: %w", r.ID, r.Attempt, err))
+				case ok:
+					changed = append(changed, t)
+				default:
+					stuck = append(stuck, r)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, errors.Join(append(errs, fmt.Errorf("expire leases: %w", err))...)
+		}
+	}
+	for _, r := range stuck {
+		if n, err := s.endStuckSessions(ctx, r); err != nil {
+			errs = append(errs, fmt.Errorf("expire lease of task %s attempt %d: %w", r.ID, r.Attempt, err))
+		} else if n > 0 {
+			errs = append(errs, fmt.Errorf("expire lease of task %s attempt %d: ended %d session(s) of lost runner %q that held the task: %w",
+				r.ID, r.Attempt, n, r.RunnerID, errStuckSessions))
 		}
 	}
 	return changed, errors.Join(errs...)
 }
 
-// expireLease handles one task of ExpireLeases; ok is false when the task
-// changed (or another process took it) since it was found.
-func (s *Store) expireLease(ctx context.Context, r taskRow, fold task.Fold, now time.Time) (t task.Task, ok bool, err error) {
-	stuck := false
-	folded := r.Task
-	if fold != nil {
-		if folded, err = fold(ctx, r.Task); err != nil {
-			return task.Task{}, false, fmt.Errorf("fold events: %w", err)
-		}
-		if folded.Attempt != r.Attempt || folded.Seq < r.Seq || !isText(folded.Output) ||
-			folded.Progress < 0 || folded.Progress > 100 {
-			return task.Task{}, false, fmt.Errorf("fold returned attempt %d seq %d from attempt %d seq %d",
-				folded.Attempt, folded.Seq, r.Attempt, r.Seq)
-		}
+// foldLease brings a task whose lease expired up to date with fold (nil:
+// the stored snapshot is used) and checks what fold returned.
+func foldLease(ctx context.Context, r taskRow, fold task.Fold) (task.Task, error) {
+	if fold == nil {
+		return r.Task, nil
 	}
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		cur, err := scanTask(tx.QueryRow(ctx, `
-			SELECT `+taskColumns+` FROM tasks
-			WHERE id = $1 AND status = 'running' AND attempt = $2 AND seq = $3 AND lease_until < $4
-			FOR UPDATE SKIP LOCKED`, r.ID, r.Attempt, r.Seq, now))
-		if errors.Is(err, pgx.ErrNoRows) {
-			stuck = true // changed since it was found, or locked (stuck.go)
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("lock task: %w", err)
-		}
-		// The folded state is the attempt's true output: store it with the
-		// status event that ends or replaces the attempt.
-		cur.Output, cur.Progress = folded.Output, max(cur.Progress, folded.Progress)
-		cur.StreamPos = max(cur.StreamPos, folded.StreamPos)
-		seq := folded.Seq + 1
-		var next taskRow
-		switch {
-		case cur.CancelRequested:
-			next, err = cancelLost(ctx, tx, cur, seq, now)
-		case cur.attemptsLeft(s.cfg.MaxAttempts):
-			next, err = retryLost(ctx, tx, cur, seq, now)
-		default:
-			next, err = failTask(ctx, tx, cur, task.ErrRunnerLost, cur.Output, seq, now)
-		}
-		if err != nil {
-			return err
-		}
-		t, ok = next.Task, true
-		return nil
-	})
-	if err == nil && stuck {
-		if n, serr := s.endStuckSessions(ctx, r); serr != nil {
-			return t, ok, serr
-		} else if n > 0 {
-			return t, ok, fmt.Errorf("ended %d session(s) of lost runner %q that held the task: %w",
-				n, r.RunnerID, errStuckSessions)
-		}
+	folded, err := fold(ctx, r.Task)
+	if err != nil {
+		return task.Task{}, fmt.Errorf("fold events: %w", err)
 	}
-	return t, ok, err
+	if folded.Attempt != r.Attempt || folded.Seq < r.Seq || !isText(folded.Output) ||
+		folded.Progress < 0 || folded.Progress > 100 {
+		return task.Task{}, fmt.Errorf("fold returned attempt %d seq %d from attempt %d seq %d",
+			folded.Attempt, folded.Seq, r.Attempt, r.Seq)
+	}
+	return folded, nil
+}
+
+// expireLease hands over one task of ExpireLeases in tx; ok is false when
+// the task changed since it was found, or another process holds its row
+// (a lost runner frozen mid-write may: see stuck.go).
+func (s *Store) expireLease(ctx context.Context, tx pgx.Tx, r taskRow, folded task.Task, now time.Time) (task.Task, bool, error) {
+	cur, err := scanTask(tx.QueryRow(ctx, `
+		SELECT `+taskColumns+` FROM tasks
+		WHERE id = $1 AND status = 'running' AND attempt = $2 AND seq = $3 AND lease_until < $4
+		FOR UPDATE SKIP LOCKED`, r.ID, r.Attempt, r.Seq, now))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return task.Task{}, false, nil
+	}
+	if err != nil {
+		return task.Task{}, false, fmt.Errorf("lock task: %w", err)
+	}
+	// The folded state is the attempt's true output: store it with the
+	// status event that ends or replaces the attempt.
+	cur.Output, cur.Progress = folded.Output, max(cur.Progress, folded.Progress)
+	cur.StreamPos = max(cur.StreamPos, folded.StreamPos)
+	seq := folded.Seq + 1
+	var next taskRow
+	switch {
+	case cur.CancelRequested:
+		next, err = cancelLost(ctx, tx, cur, seq, now)
+	case cur.attemptsLeft(s.cfg.MaxAttempts):
+		next, err = retryLost(ctx, tx, cur, seq, now)
+	default:
+		next, err = failTask(ctx, tx, cur, task.ErrRunnerLost, cur.Output, seq, now)
+	}
+	if err != nil {
+		return task.Task{}, false, err
+	}
+	return next.Task, true, nil
 }
 
 // failTask moves a pending or running task to failed with errText, the
@@ -167,10 +208,13 @@ func failTask(ctx context.Context, tx pgx.Tx, r taskRow, errText, output string,
 		UPDATE tasks SET status = 'failed', error = $4, output = $5, seq = $6, progress = $7,
 			stream_pos = $8, lease_until = NULL, finished_at = $9, updated_at = $9
 		WHERE id = $1 AND status = $2 AND attempt = $3
-		RETURNING `+taskColumns,
+		RETURNING `+storedColumns,
 		r.ID, r.Status, r.Attempt, errText, output, seq, r.Progress, int64(r.StreamPos), now))
 	if err != nil {
 		return taskRow{}, fmt.Errorf("mark failed: %w", err)
+	}
+	if err := dropChunks(ctx, tx, r.ID); err != nil {
+		return taskRow{}, err
 	}
 	if err := fillPlaceholder(ctx, tx, r.assistantMessageID, output, string(task.StatusFailed)); err != nil {
 		return taskRow{}, err
@@ -190,10 +234,13 @@ func cancelLost(ctx context.Context, tx pgx.Tx, r taskRow, seq int64, now time.T
 		UPDATE tasks SET status = 'cancelled', output = $3, seq = $4, progress = $5,
 			stream_pos = $6, lease_until = NULL, finished_at = $7, updated_at = $7
 		WHERE id = $1 AND status = 'running' AND attempt = $2
-		RETURNING `+taskColumns,
+		RETURNING `+storedColumns,
 		r.ID, r.Attempt, r.Output, seq, r.Progress, int64(r.StreamPos), now))
 	if err != nil {
 		return taskRow{}, fmt.Errorf("mark cancelled: %w", err)
+	}
+	if err := dropChunks(ctx, tx, r.ID); err != nil {
+		return taskRow{}, err
 	}
 	err = fillPlaceholder(ctx, tx, r.assistantMessageID, r.Output, string(task.StatusCancelled))
 	if err != nil {
@@ -215,12 +262,15 @@ func retryLost(ctx context.Context, tx pgx.Tx, r taskRow, seq int64, now time.Ti
 	pending, err := scanTask(tx.QueryRow(ctx, `
 		UPDATE tasks SET status = 'pending', attempt = attempt + 1, output = $3,
 			keep = octet_length($3), progress = $4, seq = $5, stream_pos = $6,
-			runner_id = NULL, lease_until = NULL, updated_at = $7
+			runner_id = NULL, lease_until = NULL, redispatched_at = NULL, updated_at = $7
 		WHERE id = $1 AND status = 'running' AND attempt = $2
 		RETURNING `+taskColumns,
 		r.ID, r.Attempt, r.Output, r.Progress, seq, int64(r.StreamPos), now))
 	if err != nil {
 		return taskRow{}, fmt.Errorf("mark pending: %w", err)
+	}
+	if err := dropChunks(ctx, tx, r.ID); err != nil {
+		return taskRow{}, err
 	}
 	return pending, nil
 }
@@ -247,18 +297,28 @@ func (s *Store) Purge(ctx context.Context) (_ int64, err error) {
 	}
 }
 
-// Undispatched lists tasks pending for longer than age (oldest first, at
-// most one batch), so their dispatch message can be sent again; a duplicate
-// dispatch is harmless, since a claim is conditional.
-func (s *Store) Undispatched(ctx context.Context, age time.Duration) (_ []task.Task, err error) {
+// Undispatched picks the tasks to dispatch again: pending for longer than
+// age and not picked by any process within every. Picking records the time
+// (redispatched_at), so however many processes run maintenance, a task
+// waiting for a runner is dispatched again by one of them, once per every,
+// instead of by each of them every round (a repeat inside JetStream's
+// de-duplication window would only be dropped). The oldest come first, at
+// most one batch; a duplicate dispatch is harmless, since a claim is
+// conditional.
+func (s *Store) Undispatched(ctx context.Context, age, every time.Duration) (_ []task.Task, err error) {
 	defer classify(&err)
-	if age < 0 {
-		return nil, task.Errorf(task.CodeInvalid, "age %v is negative", age)
+	if age < 0 || every < 0 {
+		return nil, task.Errorf(task.CodeInvalid, "age %v or period %v is negative", age, every)
 	}
+	now := s.now()
 	rows, err := s.pool.Query(ctx, `
-		SELECT `+taskColumns+` FROM tasks
-		WHERE status = 'pending' AND updated_at < $1
-		ORDER BY updated_at LIMIT $2`, s.now().Add(-age), maintenanceBatch)
+		UPDATE tasks SET redispatched_at = $1
+		WHERE id IN (
+			SELECT id FROM tasks
+			WHERE status = 'pending' AND updated_at < $2
+			  AND (redispatched_at IS NULL OR redispatched_at < $3)
+			ORDER BY updated_at LIMIT $4 FOR UPDATE SKIP LOCKED)
+		RETURNING `+storedColumns, now, now.Add(-age), now.Add(-every), maintenanceBatch)
 	if err != nil {
 		return nil, fmt.Errorf("find undispatched tasks: %w", err)
 	}
@@ -266,5 +326,70 @@ func (s *Store) Undispatched(ctx context.Context, age time.Duration) (_ []task.T
 	if err != nil {
 		return nil, fmt.Errorf("find undispatched tasks: %w", err)
 	}
+	slices.SortFunc(due, func(a, b taskRow) int { return a.UpdatedAt.Compare(b.UpdatedAt) })
 	return tasksOf(due), nil
 }
+
+// PurgeLogs hands each task finished more than grace ago whose events are
+// still in the log to purge (which removes them: the task's snapshot in
+// Postgres is final), a batch at a time, and records the ones purged. The
+// rows stay locked meanwhile, so a retry of a failed task waits for its old
+// events to go and then logs its new attempt in an empty subject. A failed
+// purge is left for the next round and its error returned.
+func (s *Store) PurgeLogs(ctx context.Context, grace time.Duration, purge func(ctx context.Context, taskID string) error) (_ int, err error) {
+	defer classify(&err)
+	if grace < 0 {
+		return 0, task.Errorf(task.CodeInvalid, "grace %v is negative", grace)
+	}
+	cutoff := s.now().Add(-grace)
+	total := 0
+	for {
+		var done, due int
+		var errs []error
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			rows, err := tx.Query(ctx, `
+				SELECT id FROM tasks
+				WHERE finished_at < $1 AND NOT log_purged
+				ORDER BY finished_at LIMIT $2 FOR UPDATE SKIP LOCKED`, cutoff, logPurgeBatch)
+			if err != nil {
+				return fmt.Errorf("find finished tasks: %w", err)
+			}
+			ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				return fmt.Errorf("find finished tasks: %w", err)
+			}
+			due = len(ids)
+			purged := ids[:0]
+			for _, id := range ids {
+				if err := purge(ctx, id); err != nil {
+					errs = append(errs, fmt.Errorf("purge the log of task %s: %w", id, err))
+					continue
+				}
+				purged = append(purged, id)
+			}
+			done = len(purged)
+			if done == 0 {
+				return nil
+			}
+			_, err = tx.Exec(ctx, `UPDATE tasks SET log_purged = true WHERE id = ANY($1)`, purged)
+			if err != nil {
+				return fmt.Errorf("record purged logs: %w", err)
+			}
+			return nil
+		})
+		if err != nil {
+			return total, fmt.Errorf("purge logs of finished tasks: %w", err)
+		}
+		total += done
+		if len(errs) > 0 {
+			return total, errors.Join(errs...)
+		}
+		if due < logPurgeBatch {
+			return total, nil
+		}
+	}
+}
+
+// logPurgeBatch bounds the rows one PurgeLogs transaction locks; each costs
+// a request to NATS.
+const logPurgeBatch = 100

@@ -20,11 +20,11 @@ func TestExpirePendingFailsWithNoRunner(t *testing.T) {
 	running := claim(t, s, newTask(t, s, "alice").ID)
 
 	clk.Advance(30 * time.Second)
-	undispatched, err := s.Undispatched(ctx, 10*time.Second)
+	undispatched, err := s.Undispatched(ctx, 10*time.Second, 30*time.Second)
 	if err != nil || len(undispatched) != 1 || undispatched[0].ID != tk.ID {
 		t.Fatalf("undispatched: %v %v", undispatched, err)
 	}
-	if got, _ := s.Undispatched(ctx, time.Minute); len(got) != 0 {
+	if got, _ := s.Undispatched(ctx, time.Minute, 30*time.Second); len(got) != 0 {
 		t.Fatalf("undispatched too early: %v", got)
 	}
 	clk.Advance(30 * time.Second) // exactly the timeout: not yet

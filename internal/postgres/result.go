@@ -30,7 +30,7 @@ func spillResult(ctx context.Context, tx pgx.Tx, r taskRow, max int, now time.Ti
 		return taskRow{}, fmt.Errorf("store result of task %s: %w", r.ID, err)
 	}
 	spilled, err := scanTask(tx.QueryRow(ctx, `UPDATE tasks SET output = '', result_ref = $2
-		WHERE id = $1 RETURNING `+taskColumns, r.ID, ref.String()))
+		WHERE id = $1 RETURNING `+storedColumns, r.ID, ref.String()))
 	if err != nil {
 		return taskRow{}, fmt.Errorf("point task %s at its result: %w", r.ID, err)
 	}

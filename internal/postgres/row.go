@@ -10,10 +10,29 @@ import (
 )
 
 // taskColumns are the columns every task query returns, in the order
-// scanTask reads them.
-const taskColumns = `id, conversation_id, user_id, status, attempt, seq, progress, input,
-	output, error, result_ref, runner_id, lease_until, stream_pos, cancel_requested,
+// scanTask reads them. The output is the task's whole output: tasks.output
+// (for a running attempt, the prefix it kept) followed by the chunks the
+// running attempt's snapshots appended (task_output, see the migration
+// 00005). A query of a table aliased otherwise, or whose rows were just
+// changed in a way the chunks must not be added to, uses storedColumns.
+const taskColumns = taskColumnsHead + foldedOutput + taskColumnsTail
+
+// foldedOutput is a task's whole output in a query or an UPDATE of tasks:
+// its stored output and its running attempt's chunks, in seq order.
+const foldedOutput = `tasks.output || coalesce((SELECT string_agg(o.text, '' ORDER BY o.seq)
+		FROM task_output o WHERE o.task_id = tasks.id AND o.attempt = tasks.attempt), '')`
+
+// storedColumns are taskColumns with tasks.output as it is stored: for a
+// task that has no chunks (it is not running, or its chunks were just folded
+// into output in the same transaction, or it was just created).
+const storedColumns = taskColumnsHead + `output` + taskColumnsTail
+
+const (
+	taskColumnsHead = `id, conversation_id, user_id, status, attempt, seq, progress, input,
+	`
+	taskColumnsTail = `, error, result_ref, runner_id, lease_until, stream_pos, cancel_requested,
 	created_at, updated_at, finished_at, assistant_message_id, submit_attempt, keep, attachments`
+)
 
 // taskRow is a task with the bookkeeping only the store needs.
 type taskRow struct {

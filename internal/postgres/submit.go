@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tether-dev/tether/internal/task"
 )
@@ -45,6 +46,15 @@ func (s *Store) Submit(ctx context.Context, req task.SubmitRequest) (_ task.Subm
 	}
 	req.TaskID, req.ConversationID = taskID, convID
 
+	if len(req.Attachments) == 0 {
+		created, ok, err := s.submitNew(ctx, req)
+		if err != nil {
+			return task.SubmitResult{}, fmt.Errorf("submit task %s: %w", taskID, err)
+		}
+		if ok {
+			return task.SubmitResult{Task: created, Created: true}, nil
+		}
+	}
 	var res task.SubmitResult
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
@@ -55,6 +65,68 @@ func (s *Store) Submit(ctx context.Context, req task.SubmitRequest) (_ task.Subm
 		return task.SubmitResult{}, fmt.Errorf("submit task %s: %w", taskID, err)
 	}
 	return res, nil
+}
+
+// submitNew is the common submit, a new task without attachments, as one
+// statement: one round trip and one commit instead of a transaction of
+// seven. It writes everything the full transaction would (the task, its
+// transition, the user message and the assistant placeholder, and the
+// conversation, created or touched) or nothing at all: the task is inserted
+// first, unless its id is taken or the conversation is known to be another
+// user's, and everything else is made from its RETURNING. The composite key
+// tasks (conversation_id, user_id) -> conversations refuses a task in
+// another user's conversation that appears concurrently, failing the whole
+// statement. Whenever nothing was written, the full transaction decides.
+const submitNew = `
+	WITH t AS (
+		INSERT INTO tasks (id, user_id, conversation_id, assistant_message_id, status, attempt,
+			submit_attempt, seq, progress, input, output, created_at, updated_at, attachments)
+		SELECT $1::uuid, $2::text, $3::uuid, $4::uuid, 'pending', 1, 1, 0, 0, $6::text, '',
+			$7::timestamptz, $7::timestamptz, '{}'
+		WHERE NOT EXISTS (SELECT 1 FROM conversations WHERE id = $3::uuid AND user_id <> $2::text)
+		ON CONFLICT (id) DO NOTHING
+		RETURNING ` + storedColumns + `),
+	c AS (
+		INSERT INTO conversations (id, user_id, title, created_at, updated_at)
+		SELECT conversation_id, user_id, $8::text, $7::timestamptz, $7::timestamptz FROM t
+		ON CONFLICT (id) DO UPDATE SET updated_at = greatest(conversations.updated_at, excluded.updated_at)
+		WHERE conversations.user_id = excluded.user_id),
+	tr AS (
+		INSERT INTO task_transitions (task_id, attempt, from_status, to_status, reason, at)
+		SELECT id, 1, NULL, 'pending', '` + task.ReasonSubmitted + `', $7::timestamptz FROM t),
+	m AS (
+		INSERT INTO messages (id, conversation_id, role, content, task_id, status, created_at)
+		SELECT v.id, t.conversation_id, v.role, v.content, t.id, v.status, $7::timestamptz
+		FROM t, (VALUES ($5::uuid, 'user', $6::text, NULL::text),
+		                ($4::uuid, 'assistant', '', '` + task.MessageGenerating + `')) AS v (id, role, content, status))
+	SELECT ` + storedColumns + ` FROM t`
+
+// submitNew runs the one-statement submit; ok is false when it wrote
+// nothing (the full transaction then decides).
+func (s *Store) submitNew(ctx context.Context, req task.SubmitRequest) (task.Task, bool, error) {
+	// Made in this order, the user message's UUIDv7 sorts before the
+	// placeholder's; both share created_at.
+	userMsg, err := uuid.NewV7()
+	if err != nil {
+		return task.Task{}, false, fmt.Errorf("make message id: %w", err)
+	}
+	assistantMsg, err := uuid.NewV7()
+	if err != nil {
+		return task.Task{}, false, fmt.Errorf("make message id: %w", err)
+	}
+	r, err := scanTask(s.pool.QueryRow(ctx, submitNew, req.TaskID, req.UserID, req.ConversationID,
+		assistantMsg.String(), userMsg.String(), req.Content, s.now(), title(req.Content)))
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return task.Task{}, false, nil
+	case errors.As(err, &pgErr) && pgErr.Code == foreignKeyViolation:
+		// Another user's conversation appeared meanwhile.
+		return task.Task{}, false, nil
+	case err != nil:
+		return task.Task{}, false, fmt.Errorf("insert task: %w", err)
+	}
+	return r.Task, true, nil
 }
 
 // submit is Submit's transaction.
@@ -131,7 +203,7 @@ func insertTask(ctx context.Context, tx pgx.Tx, req task.SubmitRequest, touch bo
 			submit_attempt, seq, progress, input, output, created_at, updated_at, attachments)
 		VALUES ($1, $2, $3, $4, 'pending', 1, 1, 0, 0, $5, '', $6, $6, $7)
 		ON CONFLICT (id) DO NOTHING
-		RETURNING `+taskColumns,
+		RETURNING `+storedColumns,
 		req.TaskID, req.UserID, req.ConversationID, assistantMsg, req.Content, now, req.Attachments))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return task.Task{}, err
@@ -185,9 +257,9 @@ func resubmit(ctx context.Context, tx pgx.Tx, r taskRow, req task.SubmitRequest,
 		UPDATE tasks SET status = 'pending', attempt = attempt + 1, submit_attempt = attempt + 1,
 			seq = seq + 1, output = '', keep = 0, progress = 0, error = NULL, result_ref = NULL,
 			runner_id = NULL, lease_until = NULL, cancel_requested = false,
-			finished_at = NULL, updated_at = $2
+			finished_at = NULL, log_purged = false, redispatched_at = NULL, updated_at = $2
 		WHERE id = $1 AND status = 'failed'
-		RETURNING `+taskColumns, r.ID, now))
+		RETURNING `+storedColumns, r.ID, now))
 	if err != nil {
 		return task.SubmitResult{}, fmt.Errorf("retry task: %w", err)
 	}
@@ -210,3 +282,6 @@ func touchConversation(ctx context.Context, tx pgx.Tx, id string, now time.Time)
 	}
 	return nil
 }
+
+// foreignKeyViolation is SQLSTATE 23503.
+const foreignKeyViolation = "23503"

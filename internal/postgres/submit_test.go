@@ -299,3 +299,27 @@ func TestSubmitConcurrentOneIDCreatesOneTask(t *testing.T) {
 	}
 }
 
+// TestTaskConversationBelongsToItsUser: the schema refuses a task in
+// another user's conversation, whatever wrote it (the one-statement submit
+// relies on it when such a conversation appears concurrently).
+func TestTaskConversationBelongsToItsUser(t *testing.T) {
+	t.Parallel()
+	s, _ := setup(t, postgres.Config{})
+	theirs := newTask(t, s, "bob")
+	_, err := s.Pool().Exec(context.Background(), `
+		INSERT INTO tasks (id, user_id, conversation_id, assistant_message_id, status, attempt,
+			submit_attempt, seq, progress, input, output, created_at, updated_at)
+		VALUES ($1, 'alice', $2, $3, 'pending', 1, 1, 0, 0, 'x', '', now(), now())`,
+		newID(), theirs.ConversationID, newID())
+	if err == nil || !strings.Contains(err.Error(), "tasks_conversation_owner") {
+		t.Fatalf("a task in another user's conversation: %v", err)
+	}
+	// Through the store: refused, and nothing of alice's is written.
+	before := rowCounts(t, s)
+	_, err = s.Submit(context.Background(), task.SubmitRequest{UserID: "alice", TaskID: newID(),
+		ConversationID: theirs.ConversationID, Content: "hi"})
+	wantCode(t, err, task.CodeConflict)
+	if after := rowCounts(t, s); after != before {
+		t.Fatalf("rows %v -> %v", before, after)
+	}
+}

@@ -100,7 +100,7 @@ func TestBadInputWritesNothing(t *testing.T) {
 				TaskID: r.ID, Attempt: 1, FromSeq: r.Seq, Seq: r.Seq}})
 			return err
 		}, task.CodeInvalid},
-		{"undispatched negative age", func() error { _, err := s.Undispatched(ctx, -1); return err }, task.CodeInvalid},
+		{"undispatched negative age", func() error { _, err := s.Undispatched(ctx, -1, 0); return err }, task.CodeInvalid},
 	}
 	for _, tc := range others {
 		if err := tc.call(); task.ErrorCode(err) != tc.code {

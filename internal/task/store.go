@@ -149,6 +149,10 @@ type Maintainer interface {
 	// Purge deletes finished tasks older than the idempotency TTL; their
 	// messages stay.
 	Purge(ctx context.Context) (int64, error)
-	// Undispatched lists tasks pending for longer than age, to dispatch again.
-	Undispatched(ctx context.Context, age time.Duration) ([]Task, error)
+	// Undispatched picks tasks pending for longer than age to dispatch
+	// again, each at most once per every across all processes.
+	Undispatched(ctx context.Context, age, every time.Duration) ([]Task, error)
+	// PurgeLogs calls purge for each task finished more than grace ago
+	// whose events are still in the log, and records those purged.
+	PurgeLogs(ctx context.Context, grace time.Duration, purge func(ctx context.Context, taskID string) error) (int, error)
 }

@@ -11,11 +11,12 @@ import { addLocal, localPair, mergeNewest, mergeOlder, type ChatMessage } from '
 import { browserPlatform, sameOriginWsUrl, type Platform } from './platform';
 import { isActive, isTerminal, Limits, Paths, type Attachment, type Conversation, type ConversationChangedEvent, type Task, type TaskChangedEvent } from './protocol';
 import { clearsPointer, decideRestore, type Lookup, type PendingSubmit } from './restore';
-import { Pointers, type KeyValue } from './storage';
+import { placement, Pointers, type KeyValue } from './storage';
 import { Subscriptions } from './subscription';
 import { browserTabChannel, type SyncMessage, type TabChannel } from './tabsync';
 import { randomUUID } from './uuid';
-import { buildMessages, type TaskState, type ViewMessage } from './view';
+import { buildMessages, showPath, type TaskState, type ViewMessage } from './view';
+import { leafAndNewest, parentKeyOf } from './versions';
 import { applySnapshot } from './stream';
 
 export interface ClientOptions {
@@ -147,6 +148,8 @@ export class TetherClient {
   private readonly idlePing: { intervalMs: number; timeoutMs: number };
   private readonly streamingPing: { intervalMs: number; timeoutMs: number };
 
+  /** The version chosen at each turn of the open conversation (by the turn it follows); the newest elsewhere. */
+  private chosen = new Map<string, string>();
   private convList: ConversationItem[] = [];
   private convCursor: string | null = null;
   private convListLoaded = false;
@@ -272,14 +275,16 @@ export class TetherClient {
   }
 
   view(): ConversationView {
-    const messages = buildMessages(this.messages, this.tasks);
+    const all = buildMessages(this.messages, this.tasks);
+    const messages = showPath(all, this.chosen);
     return {
       id: this.convId,
       messages,
       loaded: this.loaded,
       hasOlder: this.hasOlder,
       loadingOlder: this.loadingOlder,
-      busy: messages.some((m) => m.status === 'generating'),
+      // Any answer in progress, on the path shown or on another version's.
+      busy: all.some((m) => m.status === 'generating'),
       error: this.historyError,
     };
   }
@@ -441,7 +446,7 @@ export class TetherClient {
    * with the same id until the server confirms it. attachments are finished
    * uploads (see Uploads) that the message carries, in order.
    */
-  submit(content: string, conversationId: string = this.convId, attachments: Attachment[] = []): string {
+  submit(content: string, conversationId: string = this.convId, attachments: Attachment[] = [], place: { version_of?: string } = {}): string {
     if (content.trim() === '') throw new Error('empty message');
     if (new TextEncoder().encode(content).length > Limits.maxContentBytes) {
       throw new Error(`message longer than ${Limits.maxContentBytes} bytes`);
@@ -450,7 +455,17 @@ export class TetherClient {
       throw new Error('an answer is still being generated in this conversation');
     }
     const id = this.uuid();
-    const submit: PendingSubmit = { task_id: id, conversation_id: conversationId, content, ...(attachments.length ? { attachments } : {}) };
+    // Where the new turn goes: another version of a turn, or after the last
+    // turn shown when that is not the newest one written (the server's default).
+    let where: { version_of?: string; parent_task_id?: string } = {};
+    if (place.version_of) {
+      where = { version_of: place.version_of };
+      this.chosen.set(parentKeyOf(this.messages, place.version_of), id);
+    } else if (conversationId === this.convId) {
+      const { leaf, newest } = leafAndNewest(this.messages, this.chosen);
+      if (leaf && leaf !== newest) where = { parent_task_id: leaf };
+    }
+    const submit: PendingSubmit = { task_id: id, conversation_id: conversationId, content, ...(attachments.length ? { attachments } : {}), ...where };
     this.pointers.recordSubmit(submit);
     this.setTask(id, { ...newState(id, conversationId), content, sending: true });
     this.rememberSubmit(submit, false);
@@ -741,7 +756,7 @@ export class TetherClient {
     s.localError = undefined;
     if (m.kind === 'retry') s.task = undefined;
     if (!s.task) s.sending = true;
-    this.rememberSubmit({ task_id: m.task_id, conversation_id: m.conversation_id, content: m.content, ...(m.attachments?.length ? { attachments: m.attachments } : {}) }, true);
+    this.rememberSubmit({ task_id: m.task_id, conversation_id: m.conversation_id, content: m.content, ...(m.attachments?.length ? { attachments: m.attachments } : {}), ...placement(m) }, true);
     // Subscribe; if it has not reached the server yet, the shared pending record makes
     // this tab send the same submit (same id), which the server deduplicates.
     const sub = this.subscriptions.get(m.task_id);
@@ -750,13 +765,41 @@ export class TetherClient {
   }
 
   /** Shows a submit's local echo (if its conversation is open) and marks its conversation running. */
+  /** The turn a submit's turn follows, as far as this tab knows; undefined: the newest (the server's default). */
+  private parentOf(p: PendingSubmit): string | null | undefined {
+    if (p.version_of) {
+      const target = this.messages.find((m) => m.task_id === p.version_of && !m.local) ?? this.messages.find((m) => m.task_id === p.version_of);
+      return target ? (target.parent_task_id ?? null) : undefined;
+    }
+    return p.parent_task_id;
+  }
+
+  /** Generates an answer again, as a new version of its turn; the earlier one stays. Returns the new task id. */
+  regenerate(taskId: string): string {
+    const user = this.messages.find((m) => m.task_id === taskId && m.role === 'user');
+    const content = user?.content ?? this.tasks.get(taskId)?.content;
+    if (!content) throw new Error('nothing to regenerate');
+    return this.submit(content, this.convId, [], { version_of: taskId });
+  }
+
+  /** Sends an edited message as a new version of its turn; the earlier one stays. Returns the new task id. */
+  editAndResend(taskId: string, content: string): string {
+    return this.submit(content, this.convId, [], { version_of: taskId });
+  }
+
+  /** Shows another version of a turn (and, after it, the newest path of what follows it). */
+  showVersion(taskId: string): void {
+    this.chosen.set(parentKeyOf(this.messages, taskId), taskId);
+    this.emitView();
+  }
+
   private rememberSubmit(p: PendingSubmit, fromStore: boolean): void {
     if (!this.tasks.has(p.task_id)) this.setTask(p.task_id, { ...newState(p.task_id, p.conversation_id), content: p.content, sending: true });
     const st = this.tasks.get(p.task_id);
     if (st && p.attachments?.length) st.attachments = p.attachments;
     const now = nowISO(this.platform);
     if (p.conversation_id === this.convId) {
-      this.messages = addLocal(this.messages, localPair(p.task_id, p.conversation_id, p.content, now, p.attachments));
+      this.messages = addLocal(this.messages, localPair(p.task_id, p.conversation_id, p.content, now, p.attachments, this.parentOf(p)));
     }
     const existing = this.convList.find((c) => c.id === p.conversation_id);
     if (!fromStore || !existing || existing.active_task_id !== p.task_id) {
@@ -804,6 +847,7 @@ export class TetherClient {
     for (const id of this.clearWhenShown) this.pointers.clearActive(id);
     this.clearWhenShown.clear();
     this.historyGen++;
+    this.chosen = new Map();
     this.messages = [];
     this.loaded = false;
     this.olderCursor = null;

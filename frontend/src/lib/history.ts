@@ -24,10 +24,11 @@ export function localAssistantId(taskId: string): string {
 }
 
 /** The user message and assistant placeholder a submit shows at once. */
-export function localPair(taskId: string, conversationId: string, content: string, now: string, attachments: Attachment[] = []): ChatMessage[] {
+export function localPair(taskId: string, conversationId: string, content: string, now: string, attachments: Attachment[] = [], parent?: string | null): ChatMessage[] {
+  const p = parent === undefined ? {} : { parent_task_id: parent };
   return [
-    { id: localUserId(taskId), conversation_id: conversationId, role: 'user', content, task_id: taskId, status: null, created_at: now, local: true, attachments },
-    { id: localAssistantId(taskId), conversation_id: conversationId, role: 'assistant', content: '', task_id: taskId, status: 'generating', created_at: now, local: true },
+    { id: localUserId(taskId), conversation_id: conversationId, role: 'user', content, task_id: taskId, status: null, created_at: now, local: true, attachments, ...p },
+    { id: localAssistantId(taskId), conversation_id: conversationId, role: 'assistant', content: '', task_id: taskId, status: 'generating', created_at: now, local: true, ...p },
   ];
 }
 

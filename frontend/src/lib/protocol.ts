@@ -69,6 +69,8 @@ export interface Message {
   created_at: string;
   /** The uploads a user message carries, in order ([] for others; absent from an older server). */
   attachments?: Attachment[];
+  /** The turn (task id) this message's turn follows; null for a first turn; absent from an older server (docs/protocol.md, "Versions"). */
+  parent_task_id?: string | null;
 }
 
 /** Conversation object of PROTOCOL.md section 2. */
@@ -106,6 +108,10 @@ export interface SubmitRequest {
   content: string;
   /** Finished upload ids, in order; part of the submit's identity. */
   attachments?: string[];
+  /** The turn the new one follows (when not the newest). */
+  parent_task_id?: string;
+  /** A turn the new one is another version of (a regenerate, an edit). */
+  version_of?: string;
 }
 export interface SubscribeRequest {
   type: 'subscribe';

@@ -7,6 +7,9 @@ export interface PendingSubmit {
   content: string;
   /** Finished uploads it attaches, in order: part of its identity, so a re-send carries the same. */
   attachments?: Attachment[];
+  /** Where its turn goes (docs/protocol.md, "Versions"): after this turn, or as another version of that one. */
+  parent_task_id?: string;
+  version_of?: string;
 }
 
 /** What the server said about a stored task id. */

@@ -102,7 +102,7 @@ export class Pointers {
       .filter((p) => p && typeof p.task_id === 'string' && typeof p.conversation_id === 'string' && typeof p.content === 'string')
       .map((p) => {
         const attachments = validAttachments(p.attachments);
-        return attachments.length ? { ...p, attachments } : { task_id: p.task_id, conversation_id: p.conversation_id, content: p.content };
+        return { task_id: p.task_id, conversation_id: p.conversation_id, content: p.content, ...(attachments.length ? { attachments } : {}), ...placement(p) };
       });
   }
 
@@ -126,10 +126,17 @@ export class Pointers {
     this.setConversation(s.conversation_id);
     const rest = this.pending().filter((p) => p.task_id !== s.task_id);
     const attachments = validAttachments(s.attachments);
-    rest.push({ task_id: s.task_id, conversation_id: s.conversation_id, content: s.content, ...(attachments.length ? { attachments } : {}) });
+    rest.push({ task_id: s.task_id, conversation_id: s.conversation_id, content: s.content, ...(attachments.length ? { attachments } : {}), ...placement(s) });
     this.set(StorageKeys.pending, JSON.stringify(rest.slice(-maxPending)));
     this.setActive({ task_id: s.task_id, conversation_id: s.conversation_id });
   }
+}
+
+/** Where a stored submit's turn goes, when it says (a version, or a turn after an earlier one). */
+export function placement(p: { parent_task_id?: unknown; version_of?: unknown }): { parent_task_id?: string; version_of?: string } {
+  if (typeof p.version_of === 'string' && p.version_of) return { version_of: p.version_of };
+  if (typeof p.parent_task_id === 'string' && p.parent_task_id) return { parent_task_id: p.parent_task_id };
+  return {};
 }
 
 /** The well-formed attachments of a stored submit (they may come from an older page). */

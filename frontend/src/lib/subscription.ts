@@ -148,7 +148,14 @@ export class Subscriptions {
     const during = sub.submit ? 'submit' : 'subscribe';
     const atts = sub.submit?.attachments?.map((a) => a.id) ?? [];
     const msg = sub.submit
-      ? ({ type: 'submit', task_id: sub.id, conversation_id: sub.submit.conversation_id, content: sub.submit.content, ...(atts.length ? { attachments: atts } : {}) } as const)
+      ? ({
+          type: 'submit',
+          task_id: sub.id,
+          conversation_id: sub.submit.conversation_id,
+          content: sub.submit.content,
+          ...(atts.length ? { attachments: atts } : {}),
+          ...(sub.submit.version_of ? { version_of: sub.submit.version_of } : sub.submit.parent_task_id ? { parent_task_id: sub.submit.parent_task_id } : {}),
+        } as const)
       : ({ type: 'subscribe', task_id: sub.id } as const);
     this.conn.send(msg, {
       onReply: (reply) => {

@@ -7,9 +7,9 @@ import type { KeyValue } from './storage';
  * at all, while they are disconnected).
  */
 export type SyncMessage =
-  | { kind: 'submit'; task_id: string; conversation_id: string; content: string; attachments?: Attachment[] }
+  | { kind: 'submit'; task_id: string; conversation_id: string; content: string; attachments?: Attachment[]; parent_task_id?: string; version_of?: string }
   | { kind: 'cancel'; task_id: string }
-  | { kind: 'retry'; task_id: string; conversation_id: string; content: string; attachments?: Attachment[] };
+  | { kind: 'retry'; task_id: string; conversation_id: string; content: string; attachments?: Attachment[]; parent_task_id?: string; version_of?: string };
 
 /** A channel between the tabs of one browser. */
 export interface TabChannel {

@@ -1,5 +1,6 @@
 import type { ChatMessage } from './history';
 import { isTerminal, type Attachment, type MessageStatus, type Role, type Task, type TaskStatus } from './protocol';
+import { pickPath, type VersionInfo } from './versions';
 
 /** What a tab knows about one task beyond the message list. */
 export interface TaskState {
@@ -58,6 +59,14 @@ export interface ViewMessage {
   result_ref: string | null;
   /** The files a user message carries ([] for answers). */
   attachments: Attachment[];
+  /** The turn this one follows, as the server (or the submit) said; undefined when unknown. */
+  parent_task_id?: string | null;
+  /** Where this turn stands among its versions (set on the messages of a turn shown with others). */
+  versions: VersionInfo | null;
+  /** The answer can be generated again as a new version (it is finished and nothing else runs). */
+  canRegenerate: boolean;
+  /** The message can be edited and sent again as a new version. */
+  canEdit: boolean;
 }
 
 export function messageStatus(s: TaskStatus): MessageStatus {
@@ -97,6 +106,10 @@ export function buildMessages(messages: ChatMessage[], tasks: ReadonlyMap<string
       canRetry: false,
       result_ref: null,
       attachments: m.attachments ?? (m.role === 'user' ? (s?.attachments ?? []) : []),
+      ...(m.parent_task_id !== undefined ? { parent_task_id: m.parent_task_id } : {}),
+      versions: null,
+      canRegenerate: false,
+      canEdit: false,
     };
     if (m.role !== 'assistant') {
       v.sending = !!m.local && (s ? s.sending : true);
@@ -138,4 +151,31 @@ export function buildMessages(messages: ChatMessage[], tasks: ReadonlyMap<string
     v.canRetry = !!(s?.content ?? inputs.get(v.task_id) ?? s?.task?.input);
   }
   return out;
+}
+
+/**
+ * The messages of the path of turns to show (the version chosen at each
+ * turn, else the newest), each with where its turn stands among its
+ * versions, and whether it can be regenerated or edited: only finished
+ * turns of the path, without attachments (files belong to one message),
+ * and not while any answer of the conversation is in progress.
+ */
+export function showPath(all: ViewMessage[], chosen: ReadonlyMap<string, string>): ViewMessage[] {
+  const { path, versions } = pickPath(all, chosen);
+  const on = new Set(path);
+  const busy = all.some((m) => m.status === 'generating');
+  const withFiles = new Set(all.filter((m) => m.role === 'user' && m.attachments.length > 0).map((m) => m.task_id));
+  return all
+    .filter((m) => !m.task_id || on.has(m.task_id))
+    .map((m) => {
+      if (!m.task_id) return m;
+      const v = versions.get(m.task_id) ?? null;
+      const settled = !busy && !m.local && !withFiles.has(m.task_id);
+      return {
+        ...m,
+        versions: v && v.count > 1 ? v : null,
+        canRegenerate: settled && m.role === 'assistant' && m.status !== null && m.status !== 'generating',
+        canEdit: settled && m.role === 'user',
+      };
+    });
 }

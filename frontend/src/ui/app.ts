@@ -54,6 +54,27 @@ export function mountApp(root: HTMLElement, client: TetherClient, uploads: Uploa
       }
     },
     older: () => void client.loadOlder(),
+    regenerate: (id) => {
+      try {
+        client.regenerate(id);
+      } catch (err) {
+        toast(err instanceof Error ? err.message : String(err));
+      }
+    },
+    edit: (id, content) => {
+      const bytes = utf8ByteLength(content);
+      if (bytes > Limits.maxContentBytes) {
+        toast(describeTooLong(bytes, Limits.maxContentBytes).text);
+        return;
+      }
+      try {
+        client.editAndResend(id, content);
+        composer.input.focus();
+      } catch (err) {
+        toast(err instanceof Error ? err.message : String(err));
+      }
+    },
+    show: (id) => client.showVersion(id),
   });
   const composer = new Composer({
     send: (value) => {

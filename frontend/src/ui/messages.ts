@@ -23,6 +23,26 @@ interface Row {
   errorDetail: HTMLElement;
   cancel: HTMLButtonElement;
   retry: HTMLButtonElement;
+  regenerate: HTMLButtonElement;
+  edit: HTMLButtonElement;
+  versions: HTMLElement;
+  versionLabel: HTMLElement;
+  versionPrev: HTMLButtonElement;
+  versionNext: HTMLButtonElement;
+  /** The text being edited, while the message is being edited. */
+  editor: HTMLElement | null;
+}
+
+export interface MessageActions {
+  cancel(taskId: string): void;
+  retry(taskId: string): void;
+  older(): void;
+  /** A new version of a finished answer. */
+  regenerate(taskId: string): void;
+  /** The message, edited, sent as a new version of its turn. */
+  edit(taskId: string, content: string): void;
+  /** Shows another version of a turn. */
+  show(taskId: string): void;
 }
 
 /** A message's identity across the local echo and the server row: its task and role. */
@@ -53,7 +73,7 @@ export class MessageList {
   private live = true;
   private last: ConversationView | null = null;
 
-  constructor(private readonly handlers: { cancel(taskId: string): void; retry(taskId: string): void; older(): void }) {
+  constructor(private readonly handlers: MessageActions) {
     this.top = h('div', { class: 'history-top', 'data-testid': 'history-top' });
     this.empty = h('div', { class: 'empty', hidden: true }, h('h2', {}, 'How can I help?'), h('p', {}, 'Ask anything. Answers keep going if you refresh, switch tabs or lose the network.'));
     this.inner = h('div', { class: 'messages-inner' });
@@ -74,9 +94,66 @@ export class MessageList {
       }
       const task = b?.closest<HTMLElement>('[data-task-id]')?.dataset.taskId;
       if (!b || !task || b.disabled) return;
-      if (b.dataset.action === 'cancel') this.handlers.cancel(task);
-      else this.handlers.retry(task);
+      switch (b.dataset.action) {
+        case 'cancel':
+          this.handlers.cancel(task);
+          return;
+        case 'retry':
+          this.handlers.retry(task);
+          return;
+        case 'regenerate':
+          this.handlers.regenerate(task);
+          return;
+        case 'edit':
+          this.startEdit(b.closest<HTMLElement>('[data-key]')?.dataset.key ?? '');
+          return;
+        case 'version':
+          if (b.dataset.target) this.handlers.show(b.dataset.target);
+          return;
+      }
     });
+  }
+
+  /** Turns a user message into a box to edit it in; sending it makes a new version of its turn. */
+  private startEdit(key: string): void {
+    const r = this.rows.get(key);
+    const task = r?.el.dataset.taskId;
+    if (!r || !task || r.editor) return;
+    const input = h('textarea', { class: 'edit-input', 'data-testid': 'edit-input', 'aria-label': 'Edit message', rows: '3' });
+    input.value = r.body.textContent ?? '';
+    const send = h('button', { type: 'button', class: 'button', 'data-testid': 'edit-send' }, 'Send');
+    const cancel = h('button', { type: 'button', class: 'button subtle', 'data-testid': 'edit-cancel' }, 'Cancel');
+    const editor = h('div', { class: 'editor', 'data-testid': 'editor' }, input, h('div', { class: 'editor-actions' }, cancel, send));
+    const close = () => {
+      editor.remove();
+      r.editor = null;
+      r.body.hidden = false;
+      r.edit.hidden = false;
+    };
+    const submit = () => {
+      const value = input.value;
+      if (value.trim() === '') return;
+      close();
+      this.handlers.edit(task, value);
+    };
+    send.addEventListener('click', submit);
+    cancel.addEventListener('click', close);
+    input.addEventListener('keydown', (ev) => {
+      if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) {
+        ev.preventDefault();
+        submit();
+      } else if (ev.key === 'Escape') {
+        ev.preventDefault();
+        ev.stopPropagation();
+        close();
+      }
+    });
+    r.editor = editor;
+    r.body.hidden = true;
+    r.edit.hidden = true;
+    r.body.after(editor);
+    input.focus();
+    input.setSelectionRange(input.value.length, input.value.length);
   }
 
   /** Copies a code block, or an answer's Markdown, and says so on the button for a moment. */
@@ -215,10 +292,16 @@ export class MessageList {
     const error = h('div', { class: 'error', role: 'alert', 'data-testid': 'message-error', hidden: true }, errorText, errorMore);
     const cancel = h('button', { type: 'button', class: 'button subtle', 'data-action': 'cancel', 'data-testid': 'cancel-button', hidden: true }, 'Stop');
     const retry = h('button', { type: 'button', class: 'button', 'data-action': 'retry', 'data-testid': 'retry-button', hidden: true }, 'Retry');
-    const actions = h('div', { class: 'actions' }, copy, cancel, retry);
+    const regenerate = h('button', { type: 'button', class: 'icon-button', 'data-action': 'regenerate', 'data-testid': 'regenerate-button', 'aria-label': 'Regenerate', title: 'Regenerate', hidden: true }, icon('retry'));
+    const edit = h('button', { type: 'button', class: 'icon-button', 'data-action': 'edit', 'data-testid': 'edit-button', 'aria-label': 'Edit and send again', title: 'Edit', hidden: true }, icon('edit'));
+    const versionPrev = h('button', { type: 'button', class: 'icon-button', 'data-action': 'version', 'data-testid': 'version-prev', 'aria-label': 'Previous version' }, icon('left'));
+    const versionNext = h('button', { type: 'button', class: 'icon-button', 'data-action': 'version', 'data-testid': 'version-next', 'aria-label': 'Next version' }, icon('right'));
+    const versionLabel = h('span', { class: 'version-label', 'data-testid': 'version-label' });
+    const versions = h('div', { class: 'versions', 'data-testid': 'version-switcher', role: 'group', 'aria-label': 'Versions', hidden: true }, versionPrev, versionLabel, versionNext);
+    const actions = h('div', { class: 'actions' }, versions, edit, copy, regenerate, cancel, retry);
     const files = h('div', { class: 'attachments', 'data-testid': 'message-attachments', hidden: true });
     const el = h('article', { class: 'message', 'data-testid': 'message', 'data-key': key }, files, body, bar, error, h('div', { class: 'footer' }, time, meta, resumed, actions));
-    return { el, files, filesKey: '', body, md, copy, meta, time, resumed, bar, fill, error, errorText, errorMore, errorDetail, cancel, retry };
+    return { el, files, filesKey: '', body, md, copy, meta, time, resumed, bar, fill, error, errorText, errorMore, errorDetail, cancel, retry, regenerate, edit, versions, versionLabel, versionPrev, versionNext, editor: null };
   }
 
   private patch(r: Row, m: ViewMessage): void {
@@ -261,6 +344,21 @@ export class MessageList {
     r.cancel.disabled = !m.canCancel;
     text(r.cancel, m.cancelling ? 'Stopping…' : 'Stop');
     r.retry.hidden = !m.canRetry;
+    r.regenerate.hidden = !m.canRegenerate;
+    r.edit.hidden = !m.canEdit || r.editor !== null;
+    // The switcher sits under the answer (ChatGPT's ‹ 2/3 ›); the user message of an edited turn changes with it.
+    const v = m.role === 'assistant' ? m.versions : null;
+    r.versions.hidden = v === null;
+    if (v) {
+      text(r.versionLabel, `${v.index}/${v.count}`);
+      attr(r.versions, 'data-index', String(v.index));
+      attr(r.versions, 'data-count', String(v.count));
+      attr(r.versionLabel, 'aria-label', `Version ${v.index} of ${v.count}`);
+      r.versionPrev.disabled = v.prev === null;
+      r.versionNext.disabled = v.next === null;
+      attr(r.versionPrev, 'data-target', v.prev);
+      attr(r.versionNext, 'data-target', v.next);
+    }
     r.resumed.hidden = !m.resumed;
     text(r.meta, meta(m, this.live));
     attr(r.time, 'datetime', m.created_at);
