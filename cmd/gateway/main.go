@@ -24,6 +24,7 @@ import (
 	"github.com/tether-dev/tether/internal/maintenance"
 	"github.com/tether-dev/tether/internal/natsbus"
 	"github.com/tether-dev/tether/internal/postgres"
+	"github.com/tether-dev/tether/internal/profiling"
 	"github.com/tether-dev/tether/internal/uploads"
 	"github.com/tether-dev/tether/internal/webui"
 )
@@ -46,6 +47,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: c.LogLevel}))
+	if c.PprofAddr != "" {
+		prof, err := profiling.Start(c.PprofAddr, log)
+		if err != nil {
+			return err
+		}
+		defer prof.Close()
+	}
 
 	// The keys: JWTs (or anonymous cookies) and, derived from the same
 	// secret unless set on its own, the key that signs page cursors.

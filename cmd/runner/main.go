@@ -23,6 +23,7 @@ import (
 	"github.com/tether-dev/tether/internal/maintenance"
 	"github.com/tether-dev/tether/internal/natsbus"
 	"github.com/tether-dev/tether/internal/postgres"
+	"github.com/tether-dev/tether/internal/profiling"
 	"github.com/tether-dev/tether/internal/runner"
 	"github.com/tether-dev/tether/internal/runner/natsrunner"
 )
@@ -49,6 +50,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		o.RunnerID = cmp.Or(host, "runner") + "-" + strconv.Itoa(os.Getpid())
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: o.LogLevel}))
+	if o.PprofAddr != "" {
+		prof, err := profiling.Start(o.PprofAddr, log)
+		if err != nil {
+			return err
+		}
+		defer prof.Close()
+	}
 	eng, err := engine.FromEnv(o.Engine, getenv, log)
 	if err != nil {
 		return err

@@ -51,6 +51,7 @@ type Config struct {
 	ConnectTimeout      time.Duration
 	MaintenanceInterval time.Duration
 	LogLevel            slog.Level
+	PprofAddr           string
 	LogGrace            time.Duration
 	LogMaxBytes         int
 }
@@ -190,5 +191,9 @@ func (c *Config) settings() []setting {
 		{env: "TETHER_LOG_LEVEL", flag: "log-level", users: both, def: "info",
 			doc:   "`debug`, `info`, `warn`, `error`",
 			value: level(&c.LogLevel)},
+		{env: "TETHER_PPROF_ADDR", flag: "pprof-addr", users: both,
+			defDoc: "unset: off",
+			doc:    "serves Go's profiler (`/debug/pprof/`) on this address, e.g. `127.0.0.1:6060`; keep it private",
+			value:  str(&c.PprofAddr)},
 	}
 }
