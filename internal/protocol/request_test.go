@@ -33,6 +33,12 @@ func TestDecodeRequestValid(t *testing.T) {
 			Request{Type: "submit", TaskID: tid, ConversationID: cid, Content: "x", Attachments: []string{cid, tid}}},
 		{"submit with no attachments", `{"type":"submit","task_id":"` + tid + `","conversation_id":"` + cid + `","content":"x","attachments":[]}`,
 			Request{Type: "submit", TaskID: tid, ConversationID: cid, Content: "x"}},
+		{"submit, a version of a turn", `{"type":"submit","task_id":"` + tid + `","conversation_id":"` + cid + `","content":"x","version_of":"` + strings.ToUpper(cid) + `","parent_task_id":null}`,
+			Request{Type: "submit", TaskID: tid, ConversationID: cid, Content: "x", VersionOf: cid}},
+		{"submit after a turn", `{"type":"submit","task_id":"` + tid + `","conversation_id":"` + cid + `","content":"x","parent_task_id":"` + cid + `"}`,
+			Request{Type: "submit", TaskID: tid, ConversationID: cid, Content: "x", ParentTaskID: cid}},
+		{"conversations search", `{"type":"conversations","q":"zebra stripes","limit":5}`, Request{Type: "conversations", Query: "zebra stripes", Limit: 5}},
+		{"a search field on another type is ignored", `{"type":"history","conversation_id":"` + cid + `","q":"x","version_of":"nope"}`, Request{Type: "history", ConversationID: cid}},
 		{"subscribe", `{"type":"subscribe","task_id":"` + tid + `"}`, Request{Type: "subscribe", TaskID: tid}},
 		{"unsubscribe", `{"type":"unsubscribe","req":"","task_id":"` + tid + `"}`, Request{Type: "unsubscribe", TaskID: tid}},
 		{"cancel", `{"type":"cancel","req":"c","task_id":"` + tid + `"}`, Request{Type: "cancel", Req: "c", TaskID: tid}},
@@ -75,6 +81,10 @@ func TestDecodeRequestInvalid(t *testing.T) {
 		message string // a substring of the error message
 	}{
 		{"empty frame", ``, task.CodeInvalid, "", "bad JSON"},
+		{"submit with both placements", `{"type":"submit","req":"r","task_id":"` + tid + `","conversation_id":"` + cid + `","content":"x","version_of":"` + cid + `","parent_task_id":"` + cid + `"}`, task.CodeInvalid, "r", "at most one"},
+		{"submit version_of not a UUID", `{"type":"submit","req":"r","task_id":"` + tid + `","conversation_id":"` + cid + `","content":"x","version_of":"nope"}`, task.CodeInvalid, "r", "version_of"},
+		{"search not a string", `{"type":"conversations","req":"r","q":5}`, task.CodeInvalid, "r", "q"},
+		{"search too long", `{"type":"conversations","req":"r","q":"` + strings.Repeat("a", MaxQueryBytes+1) + `"}`, task.CodeInvalid, "r", "q"},
 		{"bad JSON", `{"type":`, task.CodeInvalid, "", "bad JSON"},
 		{"trailing junk", `{"type":"ping"} x`, task.CodeInvalid, "", "bad JSON"},
 		{"two objects", `{"type":"ping"}{"type":"ping"}`, task.CodeInvalid, "", "bad JSON"},
