@@ -39,8 +39,11 @@ type follower struct {
 	// snapshot reads the task afresh, for a resync.
 	snapshot func(ctx context.Context) (task.Task, error)
 
-	ctx    context.Context
-	cancel context.CancelFunc
+	// ctx is its owner's (the tab's, the SSE request's): a follower makes
+	// no context of its own, which would cost every subscription a done
+	// channel and a map in its parent. A catch-up under way when the
+	// follower stops finishes its read (bounded) and delivers nothing.
+	ctx context.Context
 
 	detach sync.Once
 	// started: the follower delivered a snapshot or resumed, so its task is
@@ -86,8 +89,7 @@ const (
 )
 
 func newFollower(ctx context.Context, h *hub, taskID string, s sink, snapshot func(context.Context) (task.Task, error)) *follower {
-	ctx, cancel := context.WithCancel(ctx)
-	return &follower{hub: h, taskID: taskID, sink: s, snapshot: snapshot, ctx: ctx, cancel: cancel, filling: true}
+	return &follower{hub: h, taskID: taskID, sink: s, snapshot: snapshot, ctx: ctx, filling: true}
 }
 
 // start delivers the first snapshot (with its reply) and catches up. The
@@ -135,7 +137,6 @@ func (f *follower) startAt(last task.Position, logged []Msg, reach task.Position
 func (f *follower) stop() {
 	f.stopped.Store(true)
 	f.finish()
-	f.cancel()
 	// Wait for a batch being delivered.
 	f.sendMu.Lock()
 	f.sendMu.Unlock() //nolint:staticcheck // an empty critical section: a barrier
@@ -373,6 +374,9 @@ func (f *follower) catchUp(probe bool) {
 			}
 			probe, misses = true, 0
 			continue
+		}
+		if f.stopped.Load() {
+			return
 		}
 		select {
 		case <-f.ctx.Done():

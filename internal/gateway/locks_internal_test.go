@@ -21,7 +21,7 @@ type blockingSink struct {
 }
 
 func (k *blockingSink) sendSnapshot(task.Task, []byte) bool { return true }
-func (k *blockingSink) waitRoom(context.Context)             {}
+func (k *blockingSink) waitRoom(context.Context)            {}
 func (k *blockingSink) sendEvent(m Msg) bool {
 	select {
 	case <-k.blocked:

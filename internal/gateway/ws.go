@@ -94,10 +94,11 @@ type wsSession struct {
 
 	mu      sync.Mutex
 	follows map[string]*follower
-	// queue holds the requests waiting for the worker, in order; working
-	// says the worker runs. pending counts requests waiting or running
-	// (cancels run beside the queue), MaxPending at most.
-	queue   []protocol.Request
+	// queue holds the frames of requests waiting for the worker (which
+	// decodes them), in order; working says the worker runs. pending counts
+	// requests waiting or running (cancels run beside the queue),
+	// MaxPending at most.
+	queue   [][]byte
 	pending int
 	working bool
 	// ended: the read loop returned; nothing more is started.
@@ -171,17 +172,18 @@ func (ss *wsSession) readLoop() {
 			ss.close(protocol.CloseInvalidPayload, "text frame is not valid UTF-8")
 			return
 		}
-		req, err := protocol.DecodeRequest(data)
+		// A refusal is decoded here, for its req; a request the tab may
+		// make is decoded by the worker, so this goroutine, parked between
+		// messages for the tab's whole life, keeps the small stack it
+		// started with (encoding/json runs deep).
 		if !ss.s.limit.allow(ss.id.user) {
+			req, _ := protocol.DecodeRequest(data)
 			ss.s.metrics.rateLimited.Inc()
 			ss.send(protocol.Error(req.Req, task.CodeRateLimited, "too many requests; slow down"))
 			continue
 		}
-		if err != nil {
-			ss.send(protocol.Error(req.Req, task.ErrorCode(err), task.ErrorMessage(err)))
-			continue
-		}
-		if !ss.enqueue(req) {
+		if !ss.enqueue(data) {
+			req, _ := protocol.DecodeRequest(data)
 			ss.s.metrics.limitRefusals.WithLabelValues(limitPending).Inc()
 			ss.send(protocol.Error(req.Req, task.CodeRateLimited,
 				fmt.Sprintf("too many requests in flight on this connection (%d); wait for replies", ss.s.cfg.MaxPending)))
@@ -191,7 +193,7 @@ func (ss *wsSession) readLoop() {
 
 // enqueue queues a request for the worker, starting it if it does not run;
 // false when MaxPending requests are waiting or running.
-func (ss *wsSession) enqueue(req protocol.Request) bool {
+func (ss *wsSession) enqueue(req []byte) bool {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if ss.pending >= ss.s.cfg.MaxPending {
@@ -220,16 +222,22 @@ func (ss *wsSession) workLoop() {
 	for {
 		ss.mu.Lock()
 		if len(ss.queue) == 0 {
-			ss.queue = ss.queue[:0]
+			ss.queue = nil // an idle tab keeps no queue
 			ss.working = false
 			ss.mu.Unlock()
 			return
 		}
-		req := ss.queue[0]
-		ss.queue[0] = protocol.Request{}
+		data := ss.queue[0]
+		ss.queue[0] = nil
 		ss.queue = ss.queue[1:]
 		ss.mu.Unlock()
 		if ss.ctx.Err() != nil {
+			ss.done()
+			continue
+		}
+		req, err := protocol.DecodeRequest(data)
+		if err != nil {
+			ss.send(protocol.Error(req.Req, task.ErrorCode(err), task.ErrorMessage(err)))
 			ss.done()
 			continue
 		}
