@@ -134,6 +134,23 @@ func replayLog(natsURL, taskID string) (*logReplay, error) {
 	return nil, fmt.Errorf("read %s: only %d events before the deadline (last stream seq %d)", subject, r.events, last.Sequence)
 }
 
+// replayLogRetry is replayLog, read again while it fails for up to 30 s:
+// in a cluster, a fetch right after its consumer was made can find no
+// responder yet (the consumer's interest still crossing the routes), and
+// right after a fault a stream may have no leader for a few seconds.
+func replayLogRetry(natsURL, taskID string) (*logReplay, error) {
+	var lg *logReplay
+	var last error
+	err := waitFor(30*time.Second, "a read of the log", func() (bool, error) {
+		lg, last = replayLog(natsURL, taskID)
+		return last == nil, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w (last error: %v)", err, last)
+	}
+	return lg, nil
+}
+
 type heldEvent struct {
 	e  wireMsg
 	at time.Time
@@ -225,7 +242,7 @@ func (s *system) verify(t testing.TB, a *answer, x expect) (pgTask, *logReplay) 
 	if lg != nil {
 		err = nil // judged below
 	} else {
-		lg, err = replayLog(s.natsURL, a.taskID) // for its error
+		lg, err = replayLogRetry(s.natsURL, a.taskID) // for its error
 	}
 	if err != nil {
 		t.Errorf("JetStream log: %v", err)

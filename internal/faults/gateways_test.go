@@ -37,7 +37,13 @@ func cmpOr(a, b string) string {
 // same task and every event, exact.
 func TestTwoGatewaysOneTask(t *testing.T) {
 	s := newSystem(t, cluster.opts(3*time.Second))
-	s.tally.trial()
+	for i := 1; i <= trials(t, 1); i++ {
+		s.tally.trial()
+		t.Run(fmt.Sprintf("trial-%d", i), func(t *testing.T) { twoGatewaysTrial(t, s) })
+	}
+}
+
+func twoGatewaysTrial(t *testing.T, s *system) {
 	a := newAnswer(200, 10)
 	s.open(t, a, 2)
 	gws := [][]string{s.gatewaysOf(a.tabs[0]), s.gatewaysOf(a.tabs[1])}

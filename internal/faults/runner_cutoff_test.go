@@ -98,7 +98,7 @@ func cutOffTrial(t *testing.T, s *system, lease time.Duration) {
 	if changed != "" {
 		t.Error(changed)
 	}
-	after, err := replayLog(s.natsURL, a.taskID)
+	after, err := replayLogRetry(s.natsURL, a.taskID)
 	switch {
 	case err != nil:
 		t.Errorf("JetStream log after the resume: %v", err)
