@@ -32,8 +32,8 @@ type Bus interface {
 	PublishUserTask(userID string, t task.Task) error
 	SubscribeUser(userID string, fn func(data []byte)) (unsubscribe func() error, err error)
 	Dispatch(ctx context.Context, taskID string, attempt int) error
-	// DispatchAsync is Dispatch without waiting for the acknowledgement
-	// (a failure is logged by the bus; maintenance dispatches again).
+	// DispatchAsync is Dispatch without an acknowledgement (maintenance
+	// dispatches a task that stays pending again).
 	DispatchAsync(taskID string, attempt int) error
 	RequestCancel(taskID string) error
 	Ready(ctx context.Context) error

@@ -157,7 +157,6 @@ func (b *Bus) connectOnce(ctx context.Context, url string) error {
 	js, err := jetstream.New(nc,
 		jetstream.WithPublishAsyncTimeout(b.cfg.PublishAckTimeout),
 		jetstream.WithPublishAsyncMaxPending(maxPendingAcks),
-		jetstream.WithPublishAsyncErrHandler(b.asyncPublishFailed),
 	)
 	if err != nil {
 		nc.Close()

@@ -41,11 +41,12 @@ func (b *Bus) Dispatch(ctx context.Context, taskID string, attempt int) (err err
 	return nil
 }
 
-// DispatchAsync is Dispatch without waiting for the acknowledgement: the
-// path of a submit's reply, which must not wait for a round trip the task
-// does not need (it is safe in Postgres, and maintenance dispatches a
-// pending task again if this one is lost). A failure the server reports
-// later is logged.
+// DispatchAsync is Dispatch without an acknowledgement: the path of a
+// submit's reply, which must not wait for a round trip, nor spend one on
+// an ack, for what the task does not need (it is safe in Postgres, and
+// maintenance dispatches a pending task again if this message is lost). It
+// is a core publish that the dispatch stream stores, with the same message
+// id as Dispatch's, so a repeat is still dropped.
 func (b *Bus) DispatchAsync(taskID string, attempt int) (err error) {
 	defer classify(&err)
 	if err := checkToken(taskID); err != nil {
@@ -55,22 +56,12 @@ func (b *Bus) DispatchAsync(taskID string, attempt int) (err error) {
 	if err != nil {
 		return fmt.Errorf("dispatch %s: %w", taskID, err)
 	}
-	id := taskID + "-" + strconv.Itoa(attempt)
-	msg := &nats.Msg{Subject: DispatchSubject, Data: data}
-	if _, err := b.js.PublishMsgAsync(msg, jetstream.WithMsgID(id)); err != nil {
+	msg := &nats.Msg{Subject: DispatchSubject, Data: data,
+		Header: nats.Header{jetstream.MsgIDHeader: {taskID + "-" + strconv.Itoa(attempt)}}}
+	if err := b.nc.PublishMsg(msg); err != nil {
 		return fmt.Errorf("dispatch %s attempt %d: %w", taskID, attempt, err)
 	}
 	return nil
-}
-
-// asyncPublishFailed is told of every asynchronous publish whose ack failed.
-// Task events are checked by their Publisher's Flush; a dispatch has nobody
-// waiting for it, so its failure is said here.
-func (b *Bus) asyncPublishFailed(_ jetstream.JetStream, msg *nats.Msg, err error) {
-	if msg != nil && msg.Subject == DispatchSubject {
-		b.log.Warn("dispatch not acknowledged; maintenance dispatches the task again if it stays pending",
-			"msg_id", msg.Header.Get(jetstream.MsgIDHeader), "err", err)
-	}
 }
 
 // Handler takes one dispatched task. It claims the task and returns; run,

@@ -76,7 +76,9 @@ func (s *Store) Submit(ctx context.Context, req task.SubmitRequest) (_ task.Subm
 // user's, and everything else is made from its RETURNING. The composite key
 // tasks (conversation_id, user_id) -> conversations refuses a task in
 // another user's conversation that appears concurrently, failing the whole
-// statement. Whenever nothing was written, the full transaction decides.
+// statement. Whenever nothing was written, the full transaction decides. It
+// returns how many tasks it created (0 or 1): the created row is known
+// without reading it back (newTask).
 const submitNew = `
 	WITH t AS (
 		INSERT INTO tasks (id, user_id, conversation_id, assistant_message_id, status, attempt,
@@ -85,7 +87,7 @@ const submitNew = `
 			$7::timestamptz, $7::timestamptz, '{}'
 		WHERE NOT EXISTS (SELECT 1 FROM conversations WHERE id = $3::uuid AND user_id <> $2::text)
 		ON CONFLICT (id) DO NOTHING
-		RETURNING ` + storedColumns + `),
+		RETURNING id, conversation_id, user_id),
 	c AS (
 		INSERT INTO conversations (id, user_id, title, created_at, updated_at)
 		SELECT conversation_id, user_id, $8::text, $7::timestamptz, $7::timestamptz FROM t
@@ -99,7 +101,7 @@ const submitNew = `
 		SELECT v.id, t.conversation_id, v.role, v.content, t.id, v.status, $7::timestamptz
 		FROM t, (VALUES ($5::uuid, 'user', $6::text, NULL::text),
 		                ($4::uuid, 'assistant', '', '` + task.MessageGenerating + `')) AS v (id, role, content, status))
-	SELECT ` + storedColumns + ` FROM t`
+	SELECT count(*) FROM t`
 
 // submitNew runs the one-statement submit; ok is false when it wrote
 // nothing (the full transaction then decides).
@@ -114,19 +116,27 @@ func (s *Store) submitNew(ctx context.Context, req task.SubmitRequest) (task.Tas
 	if err != nil {
 		return task.Task{}, false, fmt.Errorf("make message id: %w", err)
 	}
-	r, err := scanTask(s.pool.QueryRow(ctx, submitNew, req.TaskID, req.UserID, req.ConversationID,
-		assistantMsg.String(), userMsg.String(), req.Content, s.now(), title(req.Content)))
+	now := s.now()
+	var n int
+	err = s.pool.QueryRow(ctx, submitNew, req.TaskID, req.UserID, req.ConversationID,
+		assistantMsg.String(), userMsg.String(), req.Content, now, title(req.Content)).Scan(&n)
 	var pgErr *pgconn.PgError
 	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return task.Task{}, false, nil
 	case errors.As(err, &pgErr) && pgErr.Code == foreignKeyViolation:
 		// Another user's conversation appeared meanwhile.
 		return task.Task{}, false, nil
 	case err != nil:
 		return task.Task{}, false, fmt.Errorf("insert task: %w", err)
+	case n == 0:
+		return task.Task{}, false, nil
 	}
-	return r.Task, true, nil
+	return newTask(req, now), true, nil
+}
+
+// newTask is the row submitNew inserts, as scanTask would read it back.
+func newTask(req task.SubmitRequest, now time.Time) task.Task {
+	return task.Task{ID: req.TaskID, ConversationID: req.ConversationID, UserID: req.UserID,
+		Status: task.StatusPending, Attempt: 1, Input: req.Content, CreatedAt: now, UpdatedAt: now}
 }
 
 // submit is Submit's transaction.
