@@ -6,7 +6,7 @@ GO ?= go
 # Trials of each fault scenario in `make test-faults`.
 TETHER_FAULT_TRIALS ?= 10
 
-.PHONY: run test test-go test-ui test-e2e test-faults bench build ui ui-deps clean vet
+.PHONY: run test test-go test-ui test-e2e test-faults bench bench-go build ui ui-deps clean vet
 
 ## run: build everything and start Postgres, the gateway (embedded NATS) and one runner
 run: build
@@ -45,8 +45,14 @@ test-ui: ui-deps
 test-e2e: build
 	./scripts/with-test-pg.sh ./scripts/e2e.sh
 
-## bench: store, bus and gateway benchmarks against a real (fsync on) Postgres
+## bench: the load program (cmd/bench): the gateway, a runner and nats-server as processes, real
+## WebSocket clients, and each scenario's raw baseline in the same run; prints the table and
+## writes docs/BENCHMARKS.md with its plot (a few minutes on 2 cores; Postgres with fsync on)
 bench:
+	TETHER_PG_FSYNC=on ./scripts/with-test-pg.sh $(GO) run ./cmd/bench
+
+## bench-go: the Go micro-benchmarks of the store, the bus, the protocol and the gateway
+bench-go:
 	TETHER_PG_FSYNC=on ./scripts/with-test-pg.sh $(GO) test -run '^$$' -bench . -benchtime 2s ./...
 
 clean:
