@@ -276,11 +276,12 @@ func (s *system) verify(t testing.TB, a *answer, x expect) (pgTask, *logReplay) 
 			logF = lg.f
 		}
 		s.checkStarts(t, tb.name, f, a, x, logF)
-		s.notef(t, "%s: connects %d drops %d resyncs %d errors %d; %s", tb.name, tb.connects, len(tb.drops), tb.resyncs, len(tb.errs), f.counters())
+		s.notef(t, "%s: connects %d drops %d resyncs %d unsolicited snapshots %d errors %d; %s", tb.name, tb.connects, len(tb.drops), tb.resyncs, tb.unsolicited, len(tb.errs), f.counters())
 		for _, e := range tb.errs {
 			s.notef(t, "%s: error reply %s", tb.name, e)
 		}
 		arr := f.arrivals()
+		arr.unsolicited = tb.unsolicited
 		tb.mu.Unlock()
 		tl.mu.Lock()
 		if ok {

@@ -24,6 +24,9 @@ type arrivals struct {
 	reordered int // a seq that came after a higher one
 	stale     int // an event of an attempt older than the reader's
 	gaps      int // events the 1.1 rule could not apply (a tab resyncs)
+	// unsolicited: snapshots a gateway sent a tab unasked, in place of
+	// events it could not find in the log (allowed; counted).
+	unsolicited int
 }
 
 func (a *arrivals) add(b arrivals) {
@@ -34,11 +37,12 @@ func (a *arrivals) add(b arrivals) {
 	a.reordered += b.reordered
 	a.stale += b.stale
 	a.gaps += b.gaps
+	a.unsolicited += b.unsolicited
 }
 
 func (a arrivals) String() string {
-	return fmt.Sprintf("%d readers, %d events received: lost %d, doubled %d, reordered %d, stale %d, gaps %d",
-		a.readers, a.received, a.lost, a.doubled, a.reordered, a.stale, a.gaps)
+	return fmt.Sprintf("%d readers, %d events received: lost %d, doubled %d, reordered %d, stale %d, gaps %d, unsolicited snapshots %d",
+		a.readers, a.received, a.lost, a.doubled, a.reordered, a.stale, a.gaps, a.unsolicited)
 }
 
 // tally gathers one scenario's figures over its trials; its summary, one

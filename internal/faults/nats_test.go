@@ -133,12 +133,22 @@ func nodeKilledTrial(t *testing.T, s *system, leader bool) {
 	if victim.name == leaderName {
 		roles = append(roles, "the leader of "+tasksStream)
 	}
+	isMeta := victim.name == s.metaLeader()
+	if isMeta {
+		roles = append(roles, "the JetStream meta leader")
+	}
 	if victim == runnerNode {
 		roles = append(roles, "the node of "+holder.id+" (holding the task)")
 	}
 	gwConns := s.connectionsOn(victim, "tether-gateway")
 	roles = append(roles, fmt.Sprintf("%d gateway connection(s)", gwConns))
 	why := strings.Join(roles, ", ")
+	// A gateway whose connection was on the node says so when it is back
+	// on another one.
+	logFrom := map[string]int{}
+	for _, g := range s.gateways {
+		logFrom[g.name] = g.log.size()
+	}
 	killAt := time.Now()
 	if err := victim.kill(); err != nil {
 		t.Fatal(err)
@@ -174,14 +184,24 @@ func nodeKilledTrial(t *testing.T, s *system, leader bool) {
 		longest, from := largestPause(append([]time.Time{before}, times...))
 		s.notef(t, "%s: longest pause while %s was down %v, from %v after the kill", tb.name, victim.name,
 			longest.Round(time.Millisecond), from.Sub(killAt).Round(time.Millisecond))
-		what := "longest pause on each tab while the node was down, killed node "
-		switch {
-		case victim.name == leaderName && victim == runnerNode:
-			what += "led the stream and held the runner's connection"
-		case victim.name == leaderName:
-			what += "led the stream"
-		default:
-			what += "held the runner's connection"
+		gws := s.gatewaysOf(tb)
+		gw := gws[len(gws)-1]
+		var moved bool
+		for _, g := range s.gateways {
+			if g.name == gw {
+				moved = len(g.log.lines(logFrom[g.name], "NATS connection restored")) > 0
+			}
+		}
+		what := "longest pause on each tab while the node was down: "
+		if moved {
+			what += "the tab's gateway reconnected (it was on the killed node), "
+		} else {
+			what += "the tab's gateway kept its connection, "
+		}
+		if victim.name == leaderName || isMeta {
+			what += "the killed node led the stream or the meta group"
+		} else {
+			what += "the killed node led nothing"
 		}
 		s.tally.time(what, longest)
 		if longest > nodePauseBound {

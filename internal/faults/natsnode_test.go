@@ -228,6 +228,32 @@ func (s *system) streamLeader() (string, error) {
 	return info.Cluster.Leader, nil
 }
 
+// metaLeader is the server_name of the JetStream meta leader (the node
+// that decides where streams and consumers live), from a live node's /jsz.
+func (s *system) metaLeader() string {
+	client := &http.Client{Timeout: 2 * time.Second}
+	for _, n := range s.nats {
+		if !n.running() {
+			continue
+		}
+		resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/jsz", n.httpPort))
+		if err != nil {
+			continue
+		}
+		var body struct {
+			Meta struct {
+				Leader string `json:"leader"`
+			} `json:"meta_cluster"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if err == nil && body.Meta.Leader != "" {
+			return body.Meta.Leader
+		}
+	}
+	return ""
+}
+
 // connectedTo is the node a client connection named name is on, found in
 // each live node's /connz; nil when none lists it.
 func (s *system) connectedTo(name string) *natsNode {

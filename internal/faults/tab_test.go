@@ -41,9 +41,12 @@ type tab struct {
 	drops     []time.Time // when a connection was lost (not closed by us)
 	snapAt    []time.Time // when each snapshot arrived
 	resyncs   int         // subscribes sent to repair a gap
-	errs      []string    // error replies
-	reqN      int
-	current   *websocket.Conn // the connection of the running session
+	// unsolicited counts snapshots the gateway sent without being asked (no
+	// req): it could not fill a gap from the log and resynced the tab.
+	unsolicited int
+	errs        []string // error replies
+	reqN        int
+	current     *websocket.Conn // the connection of the running session
 	// local is the local address of every TCP connection the tab made, in
 	// order: behind the balancer it names the gateway each one reached.
 	local []string
@@ -205,6 +208,9 @@ func (tb *tab) handleLocked(m wireMsg, now time.Time) bool {
 		}
 		if m.Type == "submitted" {
 			tb.submitted = true
+		}
+		if m.Type == "snapshot" && m.Req == "" {
+			tb.unsolicited++
 		}
 		tb.snapAt = append(tb.snapAt, now)
 		tb.f.reset(*m.Task)
