@@ -67,8 +67,14 @@ type follower struct {
 	// reprobe asks a running catch-up to look in the log once more before
 	// it ends (the connection came back while it ran).
 	reprobe bool
-	last    task.Position
-	pos     uint64
+	// passLive is set while a catch-up reads the log only to look (no gap
+	// is known): live events that continue f.last are delivered at once
+	// instead of waiting for a read that can take seconds (a NATS node
+	// electing a leader). The first that does not continue it is buffered
+	// and ends passLive. No batch is delivered while it is set.
+	passLive bool
+	last     task.Position
+	pos      uint64
 	// reach, when set, is a position the first catch-up must get to (a
 	// snapshot the follower resumed before without sending it); if the
 	// recent events and the log do not get there, the snapshot is sent.
@@ -79,13 +85,18 @@ type follower struct {
 }
 
 // Limits of the catch-up: how many live events a follower buffers while it
-// reads the log, and how long it waits for the log to hold an event it has
-// seen live before it gives up and resyncs from a snapshot.
+// reads the log, how long it waits for the log to hold an event it has seen
+// live before it gives up and resyncs from a snapshot, and how it retries a
+// log read that failed.
 const (
 	catchUpBatch    = 256
 	maxFollowBuffer = 1 << 16
 	fillRetries     = 8
 	fillRetryDelay  = 25 * time.Millisecond
+	// A log read that failed (NATS away or without a stream leader) is
+	// tried again after a growing wait.
+	readRetryDelay    = 250 * time.Millisecond
+	maxReadRetryDelay = 2 * time.Second
 )
 
 func newFollower(ctx context.Context, h *hub, taskID string, s sink, snapshot func(context.Context) (task.Task, error)) *follower {
@@ -175,6 +186,15 @@ func (f *follower) onLive(m Msg) {
 	if f.done {
 		return
 	}
+	if f.passLive {
+		switch f.last.Step(m.Event) {
+		case task.StepGap:
+			f.passLive = false
+		default:
+			f.sendLiveLocked(m)
+			return
+		}
+	}
 	if f.filling {
 		if len(f.buf) >= maxFollowBuffer || f.bufBytes+len(m.Data) > f.hub.maxBuffer {
 			// Far behind: drop the buffer; the catch-up resyncs.
@@ -185,10 +205,23 @@ func (f *follower) onLive(m Msg) {
 		f.bufBytes += len(m.Data)
 		return
 	}
+	if f.last.Step(m.Event) == task.StepGap {
+		f.hub.metrics.gaps.Inc()
+		f.filling = true
+		f.buf, f.bufBytes = append(f.buf[:0], m), len(m.Data)
+		go f.catchUp(false)
+		return
+	}
+	f.sendLiveLocked(m)
+}
+
+// sendLiveLocked hands a live event that is not a gap to the sink: the next
+// one (or a newer attempt's start) is delivered, a repeat or a stale event
+// dropped. f.mu is held, and no batch is being delivered.
+func (f *follower) sendLiveLocked(m Msg) {
 	switch f.last.Step(m.Event) {
 	case task.StepStale:
 		f.hub.metrics.stale.Inc()
-	case task.StepRepeat:
 	case task.StepNext, task.StepStart:
 		if !f.sink.sendEvent(m) {
 			f.done = true
@@ -199,11 +232,6 @@ func (f *follower) onLive(m Msg) {
 		if m.StreamPos > 0 {
 			f.pos = m.StreamPos
 		}
-	default:
-		f.hub.metrics.gaps.Inc()
-		f.filling = true
-		f.buf, f.bufBytes = append(f.buf[:0], m), len(m.Data)
-		go f.catchUp(false)
 	}
 }
 
@@ -308,7 +336,7 @@ func (f *follower) deliverBatches(msgs []Msg) {
 // it to look for events after f.last even with nothing buffered (right after
 // a snapshot, events published before the follower attached may exist).
 func (f *follower) catchUp(probe bool) {
-	misses := 0
+	misses, readFailures := 0, 0
 	for {
 		gap, ok := f.drain()
 		if !ok {
@@ -335,14 +363,41 @@ func (f *follower) catchUp(probe bool) {
 		last, pos := f.last, f.pos
 		f.mu.Unlock()
 
+		var readErr error
 		msgs, ok := f.topic.after(last)
 		if !ok {
-			var err error
-			msgs, err = f.hub.bus.ReadLog(f.ctx, f.taskID, last, pos)
-			if err != nil && f.ctx.Err() == nil {
-				f.hub.log.Warn("read task log", "task_id", f.taskID, "after_seq", last, "err", err)
+			f.mu.Lock()
+			if !gap && len(f.buf) > 0 {
+				// Came in since the drain: deliver it before the read.
+				f.mu.Unlock()
+				continue
+			}
+			// Only looking (no gap is known): live events may pass while
+			// the read runs.
+			f.passLive = !gap
+			f.mu.Unlock()
+			msgs, readErr = f.hub.bus.ReadLog(f.ctx, f.taskID, last, pos)
+			if readErr != nil && f.ctx.Err() == nil {
+				f.hub.log.Warn("read task log", "task_id", f.taskID, "after_seq", last, "err", readErr)
 			}
 			f.hub.metrics.logReads.Inc()
+			if readErr != nil && !gap {
+				// The look must still be taken: events the live feed
+				// missed may be there, with none after them to show it.
+				// Live events go on passing meanwhile.
+				readFailures++
+				if !f.sleep(min(readRetryDelay*time.Duration(readFailures), maxReadRetryDelay)) {
+					return
+				}
+				f.mu.Lock()
+				f.passLive = false
+				f.mu.Unlock()
+				continue
+			}
+			readFailures = 0
+			f.mu.Lock()
+			f.passLive = false
+			f.mu.Unlock()
 		}
 		probe = false
 
@@ -375,14 +430,24 @@ func (f *follower) catchUp(probe bool) {
 			probe, misses = true, 0
 			continue
 		}
-		if f.stopped.Load() {
+		if !f.sleep(fillRetryDelay * time.Duration(misses)) {
 			return
 		}
-		select {
-		case <-f.ctx.Done():
-			return
-		case <-time.After(fillRetryDelay * time.Duration(misses)):
-		}
+	}
+}
+
+// sleep waits d, and reports false if the follower stopped meanwhile.
+func (f *follower) sleep(d time.Duration) bool {
+	if f.stopped.Load() {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-f.ctx.Done():
+		return false
+	case <-t.C:
+		return !f.stopped.Load()
 	}
 }
 

@@ -1,0 +1,124 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/tether-dev/tether/internal/task"
+)
+
+// heldLogBus answers ReadLog only when the test lets it: a stream electing a
+// leader after a NATS node died. Each read takes one answer from answers.
+type heldLogBus struct {
+	Bus
+	reads   chan task.Position // receives the position of every read
+	answers chan logAnswer
+}
+
+type logAnswer struct {
+	msgs []Msg
+	err  error
+}
+
+func (b *heldLogBus) ReadLog(ctx context.Context, _ string, after task.Position, _ uint64) ([]Msg, error) {
+	b.reads <- after
+	select {
+	case a := <-b.answers:
+		return a.msgs, a.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// recordingSink keeps the seqs it is sent.
+type recordingSink struct {
+	mu  sync.Mutex
+	got []int64
+}
+
+func (k *recordingSink) sendSnapshot(task.Task, []byte) bool { return true }
+func (k *recordingSink) waitRoom(context.Context)            {}
+func (k *recordingSink) sendEvent(m Msg) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.got = append(k.got, m.Event.Seq)
+	return true
+}
+
+func (k *recordingSink) seqs() []int64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return slices.Clone(k.got)
+}
+
+func newProbeFollower(t *testing.T) (*follower, *heldLogBus, *recordingSink) {
+	t.Helper()
+	bus := &heldLogBus{reads: make(chan task.Position, 8), answers: make(chan logAnswer)}
+	h := &hub{bus: bus, metrics: newMetrics(), maxBuffer: 1 << 20, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	k := &recordingSink{}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	f := newFollower(ctx, h, "t", k, nil)
+	f.topic = &topic{}
+	f.last = task.Position{Attempt: 1, Seq: 2}
+	f.filling = false
+	return f, bus, k
+}
+
+// After NATS comes back a follower looks in the log for events the live
+// feed missed. While that read waits (seconds, when the stream has no
+// leader yet), live events that continue what the tab has are delivered at
+// once; the first one that leaves a gap is held, and the read's events fill
+// the gap before it. Every event arrives once, in order.
+func TestProbeLetsLiveEventsPassWhileTheLogIsSlow(t *testing.T) {
+	f, bus, k := newProbeFollower(t)
+	f.probe()
+	if at := <-bus.reads; at != (task.Position{Attempt: 1, Seq: 2}) {
+		t.Fatalf("read after %v", at)
+	}
+	f.onLive(delta(3))
+	f.onLive(delta(4))
+	if got := k.seqs(); !slices.Equal(got, []int64{3, 4}) {
+		t.Fatalf("during the read, delivered %v; want [3 4] at once", got)
+	}
+	f.onLive(delta(7)) // 5 and 6 never came live: held
+	f.onLive(delta(8))
+	if got := k.seqs(); !slices.Equal(got, []int64{3, 4}) {
+		t.Fatalf("delivered %v past a gap", got)
+	}
+	// The read (begun after 2) returns what the log holds, 3 to 6.
+	bus.answers <- logAnswer{msgs: []Msg{delta(3), delta(4), delta(5), delta(6)}}
+	waitUntil(t, "the gap filled", func() bool { return len(k.seqs()) == 6 })
+	if got := k.seqs(); !slices.Equal(got, []int64{3, 4, 5, 6, 7, 8}) {
+		t.Fatalf("delivered %v", got)
+	}
+	waitUntil(t, "the catch-up to end", func() bool { f.mu.Lock(); defer f.mu.Unlock(); return !f.filling })
+	f.onLive(delta(9))
+	if got := k.seqs(); len(got) != 7 || got[6] != 9 {
+		t.Fatalf("after the catch-up, delivered %v", got)
+	}
+}
+
+// A look in the log that fails (no stream leader yet) is taken again: the
+// task may have ended while the connection was away, with no later live
+// event to show the tab it missed the end.
+func TestFailedProbeIsRetried(t *testing.T) {
+	f, bus, k := newProbeFollower(t)
+	f.probe()
+	<-bus.reads
+	bus.answers <- logAnswer{err: errors.New("unavailable: context deadline exceeded")}
+	if at := <-bus.reads; at != (task.Position{Attempt: 1, Seq: 2}) {
+		t.Fatalf("second read after %v", at)
+	}
+	bus.answers <- logAnswer{msgs: []Msg{delta(3)}}
+	waitUntil(t, "the missed event", func() bool { return len(k.seqs()) == 1 })
+	waitUntil(t, "the catch-up to end", func() bool { f.mu.Lock(); defer f.mu.Unlock(); return !f.filling })
+	if got := k.seqs(); !slices.Equal(got, []int64{3}) {
+		t.Fatalf("delivered %v", got)
+	}
+}
