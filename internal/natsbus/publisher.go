@@ -3,6 +3,7 @@ package natsbus
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -92,13 +93,41 @@ func (p *Publisher) pruneLocked() {
 // its last durable point, and the message ids drop what was stored already.
 // Call it from one goroutine at a time.
 func (p *Publisher) Flush(ctx context.Context) (lastStreamSeq uint64, err error) {
+	return p.flush(ctx, 0)
+}
+
+// ErrAckStalled is FlushProgress's failure: no awaited ack came for the
+// whole stall.
+var ErrAckStalled = errors.New("no acknowledgement came for a while")
+
+// FlushProgress is Flush that gives up when no ack has come for stall
+// while some are awaited. A stream without a leader (a NATS node died, the
+// cluster is electing) neither stores a publish nor refuses it: its ack
+// would only time out, at the publish timeout (seconds). A caller that
+// holds everything back until its events are stored (a runner publishing
+// its outbox again) finds out sooner and publishes them again; the message
+// ids drop what was stored meanwhile. Progress, not total time, is bounded,
+// so a long outbox on a slow disk is not cut short.
+func (p *Publisher) FlushProgress(ctx context.Context, stall time.Duration) (lastStreamSeq uint64, err error) {
+	return p.flush(ctx, stall)
+}
+
+// flush is Flush, with FlushProgress's stall when stall > 0.
+func (p *Publisher) flush(ctx context.Context, stall time.Duration) (lastStreamSeq uint64, err error) {
 	p.mu.Lock()
 	waiting := p.pending
 	p.pending = nil
 	p.mu.Unlock()
 
+	var stalled <-chan time.Time
+	var timer *time.Timer
+	if stall > 0 {
+		timer = time.NewTimer(stall)
+		defer timer.Stop()
+		stalled = timer.C
+	}
 	var lastPos uint64
-	var firstErr error
+	var firstErr, stopErr error
 	done := len(waiting)
 wait:
 	for i, fut := range waiting {
@@ -108,8 +137,14 @@ wait:
 		case err := <-fut.Err():
 			firstErr = cmp.Or(firstErr, err)
 		case <-ctx.Done():
-			done = i
+			done, stopErr = i, ctx.Err()
 			break wait
+		case <-stalled:
+			done, stopErr = i, fmt.Errorf("%w (%s, %d of %d acknowledged)", ErrAckStalled, stall, i, len(waiting))
+			break wait
+		}
+		if timer != nil {
+			timer.Reset(stall)
 		}
 	}
 
@@ -122,7 +157,7 @@ wait:
 	if done < len(waiting) {
 		// Keep what was not examined, in order, for the next Flush.
 		p.pending = append(waiting[done:len(waiting):len(waiting)], p.pending...)
-		return 0, fmt.Errorf("flush events: %w", ctx.Err())
+		return 0, fmt.Errorf("flush events: %w", stopErr)
 	}
 	if err := p.err; err != nil {
 		p.err = nil

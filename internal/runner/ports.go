@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"time"
 
 	"github.com/tether-dev/tether/internal/task"
 )
@@ -64,4 +65,8 @@ type Publisher interface {
 	// Flush waits until every event published so far is acknowledged and
 	// returns the stream position of the last one.
 	Flush(ctx context.Context) (streamPos uint64, err error)
+	// FlushProgress is Flush that fails when no acknowledgement came for
+	// stall while some were awaited (a stream without a leader drops a
+	// publish silently).
+	FlushProgress(ctx context.Context, stall time.Duration) (streamPos uint64, err error)
 }

@@ -230,7 +230,7 @@ func (a *attempt) republish() (uint64, error) {
 		}
 		var pos uint64
 		if err == nil {
-			pos, err = pub.Flush(a.io)
+			pos, err = pub.FlushProgress(a.io, ackStall)
 		}
 		if err == nil {
 			a.mu.Lock()
@@ -291,6 +291,15 @@ func (a *attempt) snapshotLocked() task.Snapshot {
 	}
 }
 
+// ackStall is how long publishing again waits for an acknowledgement that
+// does not come before it publishes again. While it waits the engine's new
+// events only queue and the tabs see nothing, so it is short: a stream that
+// lost its leader drops publishes without refusing them, and a new leader
+// is elected within seconds. A retry costs little: the message ids drop
+// what was stored. (A batch's own flush keeps the long publish timeout: its
+// events are live meanwhile.)
+const ackStall = time.Second
+
 // statusPublishFor bounds how long a status event that is already in
 // Postgres (a finish, a restart) is retried while NATS is away. Past it
 // the event is only in Postgres: tabs see it on their next snapshot.
@@ -306,7 +315,7 @@ func (a *attempt) publishStatus(e task.Event) {
 	for {
 		pub := a.r.bus.NewPublisher()
 		if err = pub.Publish(e); err == nil {
-			if _, err = pub.Flush(a.io); err == nil {
+			if _, err = pub.FlushProgress(a.io, ackStall); err == nil {
 				return
 			}
 		}
