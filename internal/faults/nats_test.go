@@ -97,19 +97,17 @@ func TestNATSNodeKilled(t *testing.T) {
 }
 
 // nodePauseBound is the longest a tab may go without a delta while one
-// node of the three is down. When the killed node does not lead
-// TETHER_TASKS, tabs see no pause at all (measured: a normal gap between
-// two deltas). When it does, NATS needs 4-9 s to elect a new leader (the
-// Raft election timeouts of nats-server 2.15, not configurable), and two
-// waits of Tether's own can stretch the pause past that: a gateway whose
-// connection moved reads the log after its reconnect and holds live
-// events until that read gives up (the JetStream API timeout, 5 s), and a
-// runner whose connection moved waits for acks of what it published into
-// the leaderless stream for its ack timeout (10 s) before it publishes
-// anything else (docs/RELIABILITY.md has the figures). The bound sits
-// above the longest of those with room for a loaded 2-core machine: it
-// catches a runner or gateway that stalls for good or gives the attempt
-// up, not these known waits, which are reported as figures.
+// node of the three is down. Measured, tabs see no pause at all (a normal
+// gap between two deltas), whether or not the killed node led the stream
+// or held the gateway's or the runner's connection: a gateway whose
+// connection moved passes live events while it looks in the log, and a
+// runner that publishes its outbox again gives up on a missing ack after
+// a second. The one wait left is NATS's own: when the killed node led
+// TETHER_TASKS and held the runner's connection, the runner's events are
+// held until a new leader is elected (4-9 s, nats-server's Raft election
+// timeouts, not configurable). The bound sits above that with room for a
+// loaded 2-core machine: it catches a runner or gateway that stalls for
+// good or gives the attempt up (docs/RELIABILITY.md has the figures).
 const nodePauseBound = 15 * time.Second
 
 func nodeKilledTrial(t *testing.T, s *system, leader bool) {

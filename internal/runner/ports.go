@@ -62,11 +62,9 @@ type Bus interface {
 type Publisher interface {
 	// Publish sends e without waiting for its acknowledgement.
 	Publish(e task.Event) error
-	// Flush waits until every event published so far is acknowledged and
-	// returns the stream position of the last one.
-	Flush(ctx context.Context) (streamPos uint64, err error)
-	// FlushProgress is Flush that fails when no acknowledgement came for
-	// stall while some were awaited (a stream without a leader drops a
-	// publish silently).
+	// FlushProgress waits until every event published so far is
+	// acknowledged and returns the stream position of the last one. It
+	// fails when no acknowledgement came for stall while some were awaited
+	// (a stream without a leader drops a publish without refusing it).
 	FlushProgress(ctx context.Context, stall time.Duration) (streamPos uint64, err error)
 }

@@ -267,10 +267,49 @@ func (a *attempt) cutLocked() Publisher {
 // flushCut waits for the acks of a cut's publisher, whose last event has
 // seq upTo, and returns that event's stream position. A publisher with no
 // events belongs to a cut with none: its last event is the previous cut's.
+//
+// When the acks stop coming for ackStall (a stream that lost its leader
+// drops publishes without refusing them) it publishes the cut's
+// unacknowledged events again on a fresh publisher, with backoff, until
+// they are stored, while the engine's later events go on reaching the tabs
+// live; the message ids drop what was stored already. It gives up, and the
+// caller publishes everything again holding new events back, when NATS
+// refuses a publish, the attempt is broken or its lease is not held.
 func (a *attempt) flushCut(pub Publisher, upTo int64) (uint64, error) {
-	pos, err := pub.Flush(a.io)
-	if err != nil {
-		return 0, err
+	pos, err := pub.FlushProgress(a.io, ackStall)
+	wait := 100 * time.Millisecond
+	for try := 1; err != nil; try++ {
+		a.mu.Lock()
+		var events []task.Event
+		for _, e := range a.unacked {
+			if e.Seq > upTo {
+				break
+			}
+			events = append(events, e)
+		}
+		ok := !a.broken && a.leaseHeldLocked()
+		a.mu.Unlock()
+		if !ok || a.io.Err() != nil || len(events) == 0 {
+			return 0, err
+		}
+		if try == 1 {
+			a.log.Warn("events not acknowledged: publishing them again while the answer goes on",
+				"events", len(events), "through_seq", upTo, "err", err)
+		}
+		if !sleep(a.io, wait) {
+			return 0, err
+		}
+		wait = min(2*wait, 2*time.Second)
+		pub = a.r.bus.NewPublisher()
+		for _, e := range events {
+			if err := pub.Publish(e); err != nil {
+				return 0, err
+			}
+		}
+		if pos, err = pub.FlushProgress(a.io, ackStall); err == nil {
+			a.log.Info("events acknowledged after publishing them again", "events", len(events),
+				"through_seq", upTo, "tries", try)
+		}
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -291,13 +330,14 @@ func (a *attempt) snapshotLocked() task.Snapshot {
 	}
 }
 
-// ackStall is how long publishing again waits for an acknowledgement that
-// does not come before it publishes again. While it waits the engine's new
-// events only queue and the tabs see nothing, so it is short: a stream that
-// lost its leader drops publishes without refusing them, and a new leader
-// is elected within seconds. A retry costs little: the message ids drop
-// what was stored. (A batch's own flush keeps the long publish timeout: its
-// events are live meanwhile.)
+// ackStall is how long a runner waits for an acknowledgement that does not
+// come before it publishes the events again. A stream that lost its leader
+// drops publishes without refusing them, and a new leader is elected
+// within seconds; the events it dropped are what a gateway that missed
+// them live (its own connection moved) reads from the log, and while the
+// outbox is published again the engine's new events only queue. So it is
+// short, far under the publish timeout. A retry costs little: the message
+// ids drop what was stored, and progress, not the total wait, is bounded.
 const ackStall = time.Second
 
 // statusPublishFor bounds how long a status event that is already in
