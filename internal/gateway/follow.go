@@ -94,9 +94,11 @@ const (
 	fillRetries     = 8
 	fillRetryDelay  = 25 * time.Millisecond
 	// A log read that failed (NATS away or without a stream leader) is
-	// tried again after a growing wait.
+	// tried again after a growing wait, for about a minute; then a gap is
+	// closed by a snapshot.
 	readRetryDelay    = 250 * time.Millisecond
-	maxReadRetryDelay = 2 * time.Second
+	maxReadRetryDelay = time.Second
+	maxReadFailures   = 40
 )
 
 func newFollower(ctx context.Context, h *hub, taskID string, s sink, snapshot func(context.Context) (task.Task, error)) *follower {
@@ -377,14 +379,19 @@ func (f *follower) catchUp(probe bool) {
 			f.passLive = !gap
 			f.mu.Unlock()
 			msgs, readErr = f.hub.bus.ReadLog(f.ctx, f.taskID, last, pos)
-			if readErr != nil && f.ctx.Err() == nil {
-				f.hub.log.Warn("read task log", "task_id", f.taskID, "after_seq", last, "err", readErr)
+			if readErr != nil && f.ctx.Err() == nil && (readFailures == 0 || readFailures == maxReadFailures) {
+				// Once a streak, not every retry of every tab.
+				f.hub.log.Warn("read task log", "task_id", f.taskID, "after_seq", last,
+					"failures", readFailures+1, "err", readErr)
 			}
 			f.hub.metrics.logReads.Inc()
-			if readErr != nil && !gap {
-				// The look must still be taken: events the live feed
-				// missed may be there, with none after them to show it.
-				// Live events go on passing meanwhile.
+			if readErr != nil && f.ctx.Err() == nil && readFailures < maxReadFailures {
+				// NATS away, or its stream without a leader: read again
+				// soon. A look must still be taken (events the live feed
+				// missed may be there, with none after them to show it),
+				// and live events go on passing meanwhile; a gap waits for
+				// the log rather than for a snapshot Postgres may not have
+				// caught up with either.
 				readFailures++
 				if !f.sleep(min(readRetryDelay*time.Duration(readFailures), maxReadRetryDelay)) {
 					return

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/tether-dev/tether/internal/task"
 )
 
@@ -120,5 +122,29 @@ func TestFailedProbeIsRetried(t *testing.T) {
 	waitUntil(t, "the catch-up to end", func() bool { f.mu.Lock(); defer f.mu.Unlock(); return !f.filling })
 	if got := k.seqs(); !slices.Equal(got, []int64{3}) {
 		t.Fatalf("delivered %v", got)
+	}
+}
+
+// A gap is closed from the log even when reads fail for a while (a stream
+// electing its leader): the follower reads again instead of counting the
+// failures toward a resync, and the tab gets the missing events, not a
+// snapshot.
+func TestGapWaitsForTheLogThroughFailedReads(t *testing.T) {
+	f, bus, k := newProbeFollower(t)
+	f.onLive(delta(5)) // 3 and 4 never came live
+	for range 3 {
+		<-bus.reads
+		bus.answers <- logAnswer{err: errors.New("unavailable: context deadline exceeded")}
+	}
+	if at := <-bus.reads; at != (task.Position{Attempt: 1, Seq: 2}) {
+		t.Fatalf("read after %v", at)
+	}
+	bus.answers <- logAnswer{msgs: []Msg{delta(3), delta(4)}}
+	waitUntil(t, "the gap filled", func() bool { return len(k.seqs()) == 3 })
+	if got := k.seqs(); !slices.Equal(got, []int64{3, 4, 5}) {
+		t.Fatalf("delivered %v", got)
+	}
+	if n := testutil.ToFloat64(f.hub.metrics.resyncs); n != 0 {
+		t.Fatalf("%v resyncs", n)
 	}
 }

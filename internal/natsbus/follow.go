@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -79,6 +80,11 @@ func (b *Bus) subscribe(subject string, handle func(*nats.Msg), lost func(), flu
 	return func() error { return b.router.unsubscribe(sub) }, nil
 }
 
+// logLookupWait bounds each JetStream API request of ReadLog (the task's
+// last message, the consumer that reads the log), well under the API's
+// default 5 s.
+const logLookupWait = 2 * time.Second
+
 // ReadLog returns the logged events of taskID that sort after the position
 // after, in (attempt, seq) order, scanning TasksStream from stream sequence
 // fromStreamPos (0: from the task's first message) up to the task's last
@@ -95,7 +101,11 @@ func (b *Bus) ReadLog(ctx context.Context, taskID string, after task.Position, f
 		return nil, fmt.Errorf("read log: %w", err)
 	}
 	subject := TaskSubject(taskID)
-	last, err := b.tasks.GetLastMsgForSubject(ctx, subject)
+	// The look-ups answer in milliseconds, or not at all while the stream
+	// has no leader; a reader waiting for one retries sooner this way.
+	lookup, cancel := context.WithTimeout(ctx, logLookupWait)
+	defer cancel()
+	last, err := b.tasks.GetLastMsgForSubject(lookup, subject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, nil
 	}
@@ -112,7 +122,7 @@ func (b *Bus) ReadLog(ctx context.Context, taskID string, after task.Position, f
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
 		cfg.OptStartSeq = fromStreamPos
 	}
-	cons, err := b.js.OrderedConsumer(ctx, TasksStream, cfg)
+	cons, err := b.js.OrderedConsumer(lookup, TasksStream, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("read log of task %s: %w", taskID, err)
 	}
