@@ -86,13 +86,16 @@ type follower struct {
 
 // Limits of the catch-up: how many live events a follower buffers while it
 // reads the log, how long it waits for the log to hold an event it has seen
-// live before it gives up and resyncs from a snapshot, and how it retries a
-// log read that failed.
+// live before it gives up and resyncs from a snapshot (about 3 s: after a
+// NATS node or cluster comes back, a runner publishes again what the log
+// dropped a second or two after it was sent live), and how it retries a log
+// read that failed.
 const (
 	catchUpBatch    = 256
 	maxFollowBuffer = 1 << 16
-	fillRetries     = 8
+	fillRetries     = 16
 	fillRetryDelay  = 25 * time.Millisecond
+	maxFillDelay    = 250 * time.Millisecond
 	// A log read that failed (NATS away or without a stream leader) is
 	// tried again after a growing wait, for about a minute; then a gap is
 	// closed by a snapshot.
@@ -437,7 +440,7 @@ func (f *follower) catchUp(probe bool) {
 			probe, misses = true, 0
 			continue
 		}
-		if !f.sleep(fillRetryDelay * time.Duration(misses)) {
+		if !f.sleep(min(fillRetryDelay*time.Duration(misses), maxFillDelay)) {
 			return
 		}
 	}

@@ -80,9 +80,11 @@ func (b *Bus) subscribe(subject string, handle func(*nats.Msg), lost func(), flu
 	return func() error { return b.router.unsubscribe(sub) }, nil
 }
 
-// logLookupWait bounds each JetStream API request of ReadLog (the task's
-// last message, the consumer that reads the log), well under the API's
-// default 5 s.
+// logLookupWait bounds each wait of ReadLog: the JetStream API requests (the
+// task's last message, the consumer that reads the log), well under the
+// API's default 5 s, and each message of the read. They answer in
+// milliseconds, or not at all while the stream has no leader or catches up;
+// a reader that gets an error retries sooner.
 const logLookupWait = 2 * time.Second
 
 // ReadLog returns the logged events of taskID that sort after the position
@@ -101,8 +103,6 @@ func (b *Bus) ReadLog(ctx context.Context, taskID string, after task.Position, f
 		return nil, fmt.Errorf("read log: %w", err)
 	}
 	subject := TaskSubject(taskID)
-	// The look-ups answer in milliseconds, or not at all while the stream
-	// has no leader; a reader waiting for one retries sooner this way.
 	lookup, cancel := context.WithTimeout(ctx, logLookupWait)
 	defer cancel()
 	last, err := b.tasks.GetLastMsgForSubject(lookup, subject)
@@ -136,7 +136,7 @@ func (b *Bus) ReadLog(ctx context.Context, taskID string, after task.Position, f
 
 	var out []Msg
 	for {
-		m, err := iter.Next()
+		m, err := iter.Next(jetstream.NextMaxWait(logLookupWait))
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("read log of task %s: %w", taskID, ctx.Err())
