@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,14 +68,16 @@ type follower struct {
 	// reprobe asks a running catch-up to look in the log once more before
 	// it ends (the connection came back while it ran).
 	reprobe bool
-	// passLive is set while a catch-up reads the log only to look (no gap
-	// is known): live events that continue f.last are delivered at once
-	// instead of waiting for a read that can take seconds (a NATS node
-	// electing a leader). The first that does not continue it is buffered
-	// and ends passLive. No batch is delivered while it is set.
-	passLive bool
-	last     task.Position
-	pos      uint64
+	// waiting is set while a catch-up waits (on a log read, which can take
+	// seconds while a NATS stream elects a leader, or before it reads
+	// again) and delivers nothing. Meanwhile the live feed delivers what
+	// continues f.last itself: the event that arrives, and the buffered
+	// ones it joins up with. A runner publishes again what a leaderless
+	// stream dropped, so the live copy often closes a gap seconds before
+	// the log can.
+	waiting bool
+	last    task.Position
+	pos     uint64
 	// reach, when set, is a position the first catch-up must get to (a
 	// snapshot the follower resumed before without sending it); if the
 	// recent events and the log do not get there, the snapshot is sent.
@@ -96,6 +99,10 @@ const (
 	fillRetries     = 16
 	fillRetryDelay  = 25 * time.Millisecond
 	maxFillDelay    = 250 * time.Millisecond
+	// maxReorder bounds how far back among the buffered events of its
+	// attempt a late live event is put in its place; one further back waits
+	// for the log.
+	maxReorder = 1024
 	// A log read that failed (NATS away or without a stream leader) is
 	// tried again after a growing wait, for about a minute; then a gap is
 	// closed by a snapshot.
@@ -191,23 +198,15 @@ func (f *follower) onLive(m Msg) {
 	if f.done {
 		return
 	}
-	if f.passLive {
-		switch f.last.Step(m.Event) {
-		case task.StepGap:
-			f.passLive = false
-		default:
-			f.sendLiveLocked(m)
-			return
-		}
+	if f.waiting && len(f.buf) == 0 && f.last.Step(m.Event) != task.StepGap {
+		f.sendLiveLocked(m)
+		return
 	}
 	if f.filling {
-		if len(f.buf) >= maxFollowBuffer || f.bufBytes+len(m.Data) > f.hub.maxBuffer {
-			// Far behind: drop the buffer; the catch-up resyncs.
-			f.hub.metrics.limitRefusals.WithLabelValues(limitFollowBuffer).Inc()
-			f.buf, f.bufBytes = f.buf[:0], 0
+		f.bufferLocked(m)
+		if f.waiting {
+			f.passBufferedLocked()
 		}
-		f.buf = append(f.buf, m)
-		f.bufBytes += len(m.Data)
 		return
 	}
 	if f.last.Step(m.Event) == task.StepGap {
@@ -218,6 +217,52 @@ func (f *follower) onLive(m Msg) {
 		return
 	}
 	f.sendLiveLocked(m)
+}
+
+// bufferLocked keeps a live event while the follower catches up. Events
+// come in the order the runner sent them, but for one case: a runner that
+// publishes again what a stream without a leader dropped sends those events
+// after later ones. Such an event is put back in its place (among the last
+// maxReorder of its attempt), so it closes the gap it left; a repeat is
+// dropped.
+func (f *follower) bufferLocked(m Msg) {
+	if len(f.buf) >= maxFollowBuffer || f.bufBytes+len(m.Data) > f.hub.maxBuffer {
+		// Far behind: drop the buffer; the catch-up resyncs.
+		f.hub.metrics.limitRefusals.WithLabelValues(limitFollowBuffer).Inc()
+		f.buf, f.bufBytes = f.buf[:0], 0
+	}
+	at := len(f.buf)
+	for at > 0 && len(f.buf)-at < maxReorder {
+		prev := f.buf[at-1].Event
+		if prev.Attempt != m.Event.Attempt || prev.Seq < m.Event.Seq {
+			break
+		}
+		if prev.Seq == m.Event.Seq {
+			return
+		}
+		at--
+	}
+	f.buf = slices.Insert(f.buf, at, m)
+	f.bufBytes += len(m.Data)
+}
+
+// passBufferedLocked delivers, while the catch-up waits, the buffered events
+// that continue f.last, up to catchUpBatch at a time (the catch-up delivers
+// the rest between reads, with room in the sink). f.mu is held.
+func (f *follower) passBufferedLocked() {
+	batch, used, _ := nextBatch(f.buf, f.last)
+	for _, m := range batch {
+		f.sendLiveLocked(m)
+		if f.done {
+			return
+		}
+	}
+	for _, m := range f.buf[:used] {
+		f.bufBytes -= len(m.Data)
+	}
+	n := copy(f.buf, f.buf[used:])
+	clear(f.buf[n:])
+	f.buf = f.buf[:n]
 }
 
 // sendLiveLocked hands a live event that is not a gap to the sink: the next
@@ -377,9 +422,8 @@ func (f *follower) catchUp(probe bool) {
 				f.mu.Unlock()
 				continue
 			}
-			// Only looking (no gap is known): live events may pass while
-			// the read runs.
-			f.passLive = !gap
+			// Live events may pass while the read runs.
+			f.waiting = true
 			f.mu.Unlock()
 			msgs, readErr = f.hub.bus.ReadLog(f.ctx, f.taskID, last, pos)
 			if readErr != nil && f.ctx.Err() == nil && (readFailures == 0 || readFailures == maxReadFailures) {
@@ -393,20 +437,17 @@ func (f *follower) catchUp(probe bool) {
 				// soon. A look must still be taken (events the live feed
 				// missed may be there, with none after them to show it),
 				// and live events go on passing meanwhile; a gap waits for
-				// the log rather than for a snapshot Postgres may not have
-				// caught up with either.
+				// the log (or a live copy) rather than for a snapshot
+				// Postgres may not have caught up with either.
 				readFailures++
-				if !f.sleep(min(readRetryDelay*time.Duration(readFailures), maxReadRetryDelay)) {
+				if !f.waitFor(min(readRetryDelay*time.Duration(readFailures), maxReadRetryDelay)) {
 					return
 				}
-				f.mu.Lock()
-				f.passLive = false
-				f.mu.Unlock()
 				continue
 			}
 			readFailures = 0
 			f.mu.Lock()
-			f.passLive = false
+			f.waiting = false
 			f.mu.Unlock()
 		}
 		probe = false
@@ -440,10 +481,23 @@ func (f *follower) catchUp(probe bool) {
 			probe, misses = true, 0
 			continue
 		}
-		if !f.sleep(min(fillRetryDelay*time.Duration(misses), maxFillDelay)) {
+		f.mu.Lock()
+		f.waiting = true
+		f.mu.Unlock()
+		if !f.waitFor(min(fillRetryDelay*time.Duration(misses), maxFillDelay)) {
 			return
 		}
 	}
+}
+
+// waitFor sleeps d while the live feed may deliver (f.waiting is set), and
+// reports false if the follower stopped meanwhile.
+func (f *follower) waitFor(d time.Duration) bool {
+	ok := f.sleep(d)
+	f.mu.Lock()
+	f.waiting = false
+	f.mu.Unlock()
+	return ok
 }
 
 // sleep waits d, and reports false if the follower stopped meanwhile.

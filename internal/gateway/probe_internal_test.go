@@ -148,3 +148,62 @@ func TestGapWaitsForTheLogThroughFailedReads(t *testing.T) {
 		t.Fatalf("%v resyncs", n)
 	}
 }
+
+// A runner publishes again, after later events, what a stream without a
+// leader dropped. While the follower waits on the log for that gap, the
+// live copy closes it: the tab gets the missing event and the held ones at
+// once, in order, without waiting for the read; the read's answer then
+// adds nothing twice.
+func TestLateLiveCopyClosesAGapBeforeTheLog(t *testing.T) {
+	f, bus, k := newProbeFollower(t)
+	f.onLive(delta(4)) // 3 was dropped by the leaderless stream
+	f.onLive(delta(5))
+	if at := <-bus.reads; at != (task.Position{Attempt: 1, Seq: 2}) {
+		t.Fatalf("read after %v", at)
+	}
+	if got := k.seqs(); len(got) != 0 {
+		t.Fatalf("delivered %v past a gap", got)
+	}
+	f.onLive(delta(3)) // published again
+	f.onLive(delta(4)) // and its repeat
+	f.onLive(delta(6))
+	if got := k.seqs(); !slices.Equal(got, []int64{3, 4, 5, 6}) {
+		t.Fatalf("while the read waits, delivered %v; want [3 4 5 6]", got)
+	}
+	bus.answers <- logAnswer{msgs: []Msg{delta(3), delta(4)}}
+	waitUntil(t, "the catch-up to end", func() bool { f.mu.Lock(); defer f.mu.Unlock(); return !f.filling })
+	f.onLive(delta(7))
+	if got := k.seqs(); !slices.Equal(got, []int64{3, 4, 5, 6, 7}) {
+		t.Fatalf("delivered %v", got)
+	}
+	if n := testutil.ToFloat64(f.hub.metrics.resyncs); n != 0 {
+		t.Fatalf("%v resyncs", n)
+	}
+}
+
+// A late event is put back in its place in the buffer even while the
+// catch-up is not waiting, and one of another attempt is not moved: the
+// buffer stays in (attempt, seq) order within an attempt.
+func TestBufferPutsALateEventInItsPlace(t *testing.T) {
+	f, _, _ := newProbeFollower(t)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, m := range []Msg{delta(5), delta(7), delta(4), delta(6), delta(7), attemptDelta(2, 1), delta(8)} {
+		f.bufferLocked(m)
+	}
+	var got []task.Position
+	for _, m := range f.buf {
+		got = append(got, positionOf(m))
+	}
+	want := []task.Position{{Attempt: 1, Seq: 4}, {Attempt: 1, Seq: 5}, {Attempt: 1, Seq: 6}, {Attempt: 1, Seq: 7},
+		{Attempt: 2, Seq: 1}, {Attempt: 1, Seq: 8}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("buffer %v, want %v", got, want)
+	}
+}
+
+func attemptDelta(attempt int, seq int64) Msg {
+	m := delta(seq)
+	m.Event.Attempt = attempt
+	return m
+}
