@@ -412,6 +412,13 @@ func (f *follower) catchUp(probe bool) {
 		}
 		last, pos := f.last, f.pos
 		f.mu.Unlock()
+		if misses == 1 {
+			// A publish retried after a stream lost its leader can be
+			// stored after events that came after it, so events past last
+			// can sit below pos: read the task's whole log once before
+			// waiting for it to store them.
+			pos = 0
+		}
 
 		var readErr error
 		msgs, ok := f.topic.after(last)

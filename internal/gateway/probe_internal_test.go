@@ -207,3 +207,55 @@ func attemptDelta(attempt int, seq int64) Msg {
 	m.Event.Attempt = attempt
 	return m
 }
+
+// lateStoredBus is a log in which events 3 and 4 were stored at stream
+// positions 1005 and 1006, below the position 1010 the follower holds: a
+// publish retried after the stream lost its leader is stored after the
+// events that followed it.
+type lateStoredBus struct {
+	Bus
+	mu    sync.Mutex
+	froms []uint64
+}
+
+func (b *lateStoredBus) ReadLog(_ context.Context, _ string, after task.Position, from uint64) ([]Msg, error) {
+	b.mu.Lock()
+	b.froms = append(b.froms, from)
+	b.mu.Unlock()
+	var out []Msg
+	for i, seq := range []int64{3, 4} {
+		m := delta(seq)
+		m.StreamPos = 1005 + uint64(i)
+		if m.StreamPos >= from && after.Before(positionOf(m)) {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+func (b *lateStoredBus) readFroms() []uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.froms)
+}
+
+// A gap the log cannot close from the follower's stream position is looked
+// for in the task's whole log before the follower waits or resyncs: the
+// tab gets the events, not a snapshot.
+func TestGapIsLookedForInTheWholeLog(t *testing.T) {
+	f, _, k := newProbeFollower(t)
+	bus := &lateStoredBus{}
+	f.hub.bus = bus
+	f.pos = 1010
+	f.onLive(delta(5))
+	waitUntil(t, "the gap filled", func() bool { return len(k.seqs()) == 3 })
+	if got := k.seqs(); !slices.Equal(got, []int64{3, 4, 5}) {
+		t.Fatalf("delivered %v", got)
+	}
+	if froms := bus.readFroms(); len(froms) != 2 || froms[0] != 1010 || froms[1] != 0 {
+		t.Fatalf("read the log from %v; want [1010 0]", froms)
+	}
+	if n := testutil.ToFloat64(f.hub.metrics.resyncs); n != 0 {
+		t.Fatalf("%v resyncs", n)
+	}
+}
