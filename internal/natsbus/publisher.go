@@ -166,6 +166,24 @@ wait:
 	return p.lastPos, nil
 }
 
+// Echo sends e again without asking for an acknowledgement: a copy for
+// live listeners that missed it (a gateway whose connection had just moved
+// to another node), at no cost to the acks Publish waits for. The stream
+// stores it if it has a leader and has not stored e yet; the message id
+// drops it as a repeat otherwise. Nothing tells whether it was stored:
+// the event stays the caller's to publish until an ack says so.
+func (p *Publisher) Echo(e task.Event) error {
+	if err := checkToken(e.TaskID); err != nil {
+		return fmt.Errorf("echo event: %w", err)
+	}
+	msg := &nats.Msg{Subject: TaskSubject(e.TaskID), Data: protocol.EncodeEvent(e), Header: nats.Header{}}
+	msg.Header.Set(jetstream.MsgIDHeader, eventMsgID(e))
+	if err := p.js.Conn().PublishMsg(msg); err != nil {
+		return fmt.Errorf("echo event %s/%d: %w", e.TaskID, e.Seq, err)
+	}
+	return nil
+}
+
 // PublishEventSync publishes one event and waits for its ack: the path of the
 // store-side status events (a cancel of a pending task, a retry, maintenance),
 // which are rare and must be in the log before the caller answers.

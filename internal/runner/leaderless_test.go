@@ -17,18 +17,26 @@ import (
 	"github.com/tether-dev/tether/internal/task"
 )
 
-// While the task stream stores nothing and refuses nothing (a NATS node that
-// led it died and the cluster is electing; here its subjects are taken away
-// while a gateway still listens on the task's subject), the answer goes on
-// live, and once the stream stores again the events it dropped are stored
-// by the runner publishing them again, long before the publish timeout and
-// while the answer is still running: a gateway that missed them live reads
-// them from the log. The log ends contiguous and exact.
-func TestEventsAStreamDroppedAreStoredWhileTheAnswerGoesOn(t *testing.T) {
-	t.Parallel()
+// leaderlessEnv is a runner on its own NATS server running a step task that
+// has logged its first delta, with a way to have the task stream store
+// nothing and refuse nothing, as a stream does while a NATS node that led
+// it died and the cluster is electing (here its subjects are taken away),
+// and listeners on the task's subject, as gateways are.
+type leaderlessEnv struct {
+	*env
+	eng    *stepEngine
+	tk     task.Task
+	url    string
+	js     jetstream.JetStream
+	stream jetstream.Stream
+	cfg    jetstream.StreamConfig
+}
+
+func setupLeaderless(t *testing.T) *leaderlessEnv {
+	t.Helper()
 	e := setup(t)
 	url := natstest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// The publish timeout is far beyond the test: only publishing again
 	// before it can store the dropped events in time.
@@ -54,26 +62,7 @@ func TestEventsAStreamDroppedAreStoredWhileTheAnswerGoesOn(t *testing.T) {
 	eng.steps <- "a "
 	waitFor(t, "the first delta in the log", func() bool { return len(e.log(tk.ID)) == 2 })
 
-	// A listener on the task's subject, as a gateway is.
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	live := make(chan string, 16)
-	sub, err := nc.Subscribe(natsbus.TaskSubject(tk.ID), func(m *nats.Msg) {
-		if ev, err := protocol.DecodeEvent(m.Data); err == nil && ev.Type == task.EventDelta {
-			live <- ev.Text
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Unsubscribe() //nolint:errcheck // test cleanup
-	if err := nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(bus.Conn())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,33 +70,122 @@ func TestEventsAStreamDroppedAreStoredWhileTheAnswerGoesOn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := stream.CachedInfo().Config
-	dropping := cfg
-	dropping.Subjects = []string{"tether-test-nothing.>"}
-	if _, err := js.UpdateStream(ctx, dropping); err != nil {
+	return &leaderlessEnv{env: e, eng: eng, tk: tk, url: url, js: js, stream: stream, cfg: stream.CachedInfo().Config}
+}
+
+// storing has the stream store the task's events (on) or drop them (off).
+func (l *leaderlessEnv) storing(t *testing.T, on bool) {
+	t.Helper()
+	cfg := l.cfg
+	if !on {
+		cfg.Subjects = []string{"tether-test-nothing.>"}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := l.js.UpdateStream(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
+}
 
-	eng.steps <- "b "
-	eng.steps <- "c "
+// listen returns the texts of the task's deltas as they go out live, from
+// now on.
+func (l *leaderlessEnv) listen(t *testing.T) <-chan string {
+	t.Helper()
+	nc, err := nats.Connect(l.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	live := make(chan string, 64)
+	if _, err := nc.Subscribe(natsbus.TaskSubject(l.tk.ID), func(m *nats.Msg) {
+		if ev, err := protocol.DecodeEvent(m.Data); err == nil && ev.Type == task.EventDelta {
+			live <- ev.Text
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return live
+}
+
+// finish ends the answer with "d " and checks that the log is contiguous
+// and exact.
+func (l *leaderlessEnv) finish(t *testing.T) {
+	t.Helper()
+	l.eng.steps <- "d "
+	l.eng.steps <- ""
+	done := l.waitStatus(l.tk.ID, task.StatusDone)
+	l.checkLog(l.log(l.tk.ID), done)
+	if done.Attempt != 1 || done.Output != "a b c d " {
+		t.Fatalf("attempt %d output %q", done.Attempt, done.Output)
+	}
+}
+
+// While the task stream drops every publish, the answer goes on live, and
+// once the stream stores again the events it dropped are stored by the
+// runner publishing them again, long before the publish timeout and while
+// the answer is still running: a gateway that missed them live reads them
+// from the log. The log ends contiguous and exact.
+func TestEventsAStreamDroppedAreStoredWhileTheAnswerGoesOn(t *testing.T) {
+	t.Parallel()
+	l := setupLeaderless(t)
+	live := l.listen(t)
+	l.storing(t, false)
+	l.eng.steps <- "b "
+	l.eng.steps <- "c "
 	for _, want := range []string{"b ", "c "} {
 		if got := recv(t, "a live delta while the stream drops them", live); got != want {
 			t.Fatalf("live delta %q, want %q", got, want)
 		}
 	}
-	if _, err := js.UpdateStream(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
+	l.storing(t, true)
 	// The engine is held: the answer is still running.
 	waitFor(t, "the dropped deltas in the log", func() bool {
-		return slices.Equal(deltaTexts(e.log(tk.ID)), []string{"a ", "b ", "c "})
+		return slices.Equal(deltaTexts(l.log(l.tk.ID)), []string{"a ", "b ", "c "})
 	})
-	eng.steps <- "d "
-	eng.steps <- ""
-	done := e.waitStatus(tk.ID, task.StatusDone)
-	e.checkLog(e.log(tk.ID), done)
-	if done.Attempt != 1 || done.Output != "a b c d " {
-		t.Fatalf("attempt %d output %q", done.Attempt, done.Output)
+	l.finish(t)
+}
+
+// An event sent after a cut whose acks stopped is echoed while the cut is
+// published again: a listener that came after it went out live (a gateway
+// whose connection moved) gets it while the stream still drops everything,
+// and does not wait for its own cut's turn.
+func TestEventsAfterAStalledCutReachALateListener(t *testing.T) {
+	t.Parallel()
+	l := setupLeaderless(t)
+	early := l.listen(t)
+	l.storing(t, false)
+	l.eng.steps <- "b "
+	if got := recv(t, "b live", early); got != "b " {
+		t.Fatalf("live delta %q, want b", got)
+	}
+	// b again: its cut's acks stopped and the runner publishes it again,
+	// so what the engine sends now belongs to a later cut.
+	awaitText(t, "b published again", early, "b ")
+	l.eng.steps <- "c "
+	awaitText(t, "c live", early, "c ")
+	late := l.listen(t)
+	awaitText(t, "c echoed to the late listener while the stream drops", late, "c ")
+	l.storing(t, true)
+	l.finish(t)
+}
+
+// awaitText waits, with a deadline, for want among the texts ch delivers,
+// passing over others (events published again).
+func awaitText(t *testing.T, what string, ch <-chan string, want string) {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case got := <-ch:
+			if got == want {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s", what)
+		}
 	}
 }
 

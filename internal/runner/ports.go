@@ -67,4 +67,8 @@ type Publisher interface {
 	// fails when no acknowledgement came for stall while some were awaited
 	// (a stream without a leader drops a publish without refusing it).
 	FlushProgress(ctx context.Context, stall time.Duration) (streamPos uint64, err error)
+	// Echo sends e again without waiting for, or counting on, an
+	// acknowledgement: a copy for live listeners that missed it, which the
+	// log stores unless it has it already.
+	Echo(e task.Event) error
 }

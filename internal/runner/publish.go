@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -272,21 +273,23 @@ func (a *attempt) cutLocked() Publisher {
 // drops publishes without refusing them) it publishes the cut's
 // unacknowledged events again on a fresh publisher, with backoff, until
 // they are stored, while the engine's later events go on reaching the tabs
-// live; the message ids drop what was stored already. It gives up, and the
-// caller publishes everything again holding new events back, when NATS
-// refuses a publish, the attempt is broken or its lease is not held.
+// live; the message ids drop what was stored already. Each time it also
+// echoes the first maxEcho later events, which the stream dropped too: a
+// gateway whose connection moved while they went out live gets them then,
+// and the log stores them as soon as it has a leader, not a cut later. It
+// gives up, and the caller publishes everything again holding new events
+// back, when NATS refuses a publish, the attempt is broken or its lease is
+// not held.
 func (a *attempt) flushCut(pub Publisher, upTo int64) (uint64, error) {
 	pos, err := pub.FlushProgress(a.io, ackStall)
 	wait := 100 * time.Millisecond
 	for try := 1; err != nil; try++ {
 		a.mu.Lock()
-		var events []task.Event
-		for _, e := range a.unacked {
-			if e.Seq > upTo {
-				break
-			}
-			events = append(events, e)
-		}
+		events := a.unacked
+		cut, _ := slices.BinarySearchFunc(events, upTo+1, func(e task.Event, seq int64) int {
+			return cmp.Compare(e.Seq, seq)
+		})
+		events, later := slices.Clone(events[:cut]), slices.Clone(events[cut:min(len(events), cut+maxEcho)])
 		ok := !a.broken && a.leaseHeldLocked()
 		a.mu.Unlock()
 		if !ok || a.io.Err() != nil || len(events) == 0 {
@@ -304,6 +307,11 @@ func (a *attempt) flushCut(pub Publisher, upTo int64) (uint64, error) {
 		for _, e := range events {
 			if err := pub.Publish(e); err != nil {
 				return 0, err
+			}
+		}
+		for _, e := range later {
+			if err := pub.Echo(e); err != nil {
+				break // only a copy: the events' own cut publishes them
 			}
 		}
 		if pos, err = pub.FlushProgress(a.io, ackStall); err == nil {
@@ -339,6 +347,11 @@ func (a *attempt) snapshotLocked() task.Snapshot {
 // short, far under the publish timeout. A retry costs little: the message
 // ids drop what was stored, and progress, not the total wait, is bounded.
 const ackStall = time.Second
+
+// maxEcho bounds the later events a stalled cut echoes on each try (about
+// 1 MiB of deltas at most): the ones a moved connection missed are the
+// first after the cut.
+const maxEcho = 4096
 
 // statusPublishFor bounds how long a status event that is already in
 // Postgres (a finish, a restart) is retried while NATS is away. Past it
