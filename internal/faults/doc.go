@@ -29,8 +29,9 @@
 // and runs each on every form it fits; TETHER_FAULT_TRIALS=N runs each
 // scenario N times; -short skips the slow ones. Each scenario ends with one
 // FIGURES line (docs/RELIABILITY.md quotes them), also written to
-// test-artifacts/faults/figures.txt. Process logs of a failed test (of every
-// test with TETHER_FAULT_KEEP_LOGS set) are copied to test-artifacts/faults/.
+// test-artifacts/faults/figures.txt. Process logs of a failed test (of one
+// that saw a figure far from the usual, of every test with
+// TETHER_FAULT_KEEP_LOGS set) are copied to test-artifacts/faults/.
 //
 // Scenarios do not run in parallel with each other: each one is a handful of
 // processes, and the CI machines have two cores.

@@ -97,18 +97,23 @@ func TestNATSNodeKilled(t *testing.T) {
 }
 
 // nodePauseBound is the longest a tab may go without a delta while one
-// node of the three is down. Measured, tabs see no pause at all (a normal
-// gap between two deltas), whether or not the killed node led the stream
-// or held the gateway's or the runner's connection: a gateway whose
-// connection moved passes live events while it looks in the log, and a
-// runner that publishes its outbox again gives up on a missing ack after
-// a second. The one wait left is NATS's own: when the killed node led
-// TETHER_TASKS and held the runner's connection, the runner's events are
-// held until a new leader is elected (4-9 s, nats-server's Raft election
-// timeouts, not configurable). The bound sits above that with room for a
-// loaded 2-core machine: it catches a runner or gateway that stalls for
-// good or gives the attempt up (docs/RELIABILITY.md has the figures).
+// node of the three is down. Measured, tabs see no pause (a normal gap
+// between two deltas) in almost every trial, whether or not the killed
+// node led the stream or held the gateway's or the runner's connection: a
+// gateway whose connection moved passes live events while it looks in the
+// log, and a runner whose acks stop publishes again after a second and
+// echoes what came after. The bound sits above a Raft election (4-9 s,
+// nats-server's timeouts, not configurable) with room for a loaded 2-core
+// machine: it catches a runner or gateway that stalls for good or gives
+// the attempt up (docs/RELIABILITY.md has the figures).
 const nodePauseBound = 15 * time.Second
+
+// nodeSlowPause is a pause far above the usual (a normal gap between two
+// deltas, about 30 ms) though within the bound: it was seen twice in 68
+// trials (1.2 s and 7.6 s, the runner's node killed) and not found again
+// with every log kept, so the harness keeps the logs of a trial that shows
+// one.
+const nodeSlowPause = time.Second
 
 func nodeKilledTrial(t *testing.T, s *system, leader bool) {
 	a := s.submit(t, 3, 400, 25)
@@ -202,6 +207,9 @@ func nodeKilledTrial(t *testing.T, s *system, leader bool) {
 			what += "the killed node led nothing"
 		}
 		s.tally.time(what, longest)
+		if longest > nodeSlowPause {
+			s.keepLogs(t, "%s paused %v while %s was down", tb.name, longest.Round(time.Millisecond), victim.name)
+		}
 		if longest > nodePauseBound {
 			t.Errorf("%s: no delta for %v from %v after the kill of %s (bound %v)", tb.name,
 				longest.Round(time.Millisecond), from.Sub(killAt).Round(time.Millisecond), victim.name, nodePauseBound)

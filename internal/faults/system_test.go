@@ -81,6 +81,9 @@ type system struct {
 	crashes []string
 	summary strings.Builder
 	nextID  int
+	// keep says why the process logs are worth keeping although the test
+	// passed (a figure far from the usual), or is empty.
+	keep []string
 }
 
 type gatewayProc struct {
@@ -426,11 +429,26 @@ func waitFor(timeout time.Duration, what string, cond func() (bool, error)) erro
 	}
 }
 
+// keepLogs has the process logs saved when the test ends, even if it
+// passes: a figure within its bound but far from the usual one is worth a
+// look in the logs, and a later run may not show it again.
+func (s *system) keepLogs(t *testing.T, format string, args ...any) {
+	t.Helper()
+	why := fmt.Sprintf(format, args...)
+	s.notef(t, "keeping the process logs: %s", why)
+	s.mu.Lock()
+	s.keep = append(s.keep, t.Name()+": "+why)
+	s.mu.Unlock()
+}
+
 // saveArtifacts copies every process log and the summary of a failed test
-// (of every test with TETHER_FAULT_KEEP_LOGS set) to
-// test-artifacts/faults/<test name>/ under the module root.
+// (of one that asked keepLogs, of every test with TETHER_FAULT_KEEP_LOGS
+// set) to test-artifacts/faults/<test name>/ under the module root.
 func (s *system) saveArtifacts() {
-	if !s.t.Failed() && os.Getenv("TETHER_FAULT_KEEP_LOGS") == "" {
+	s.mu.Lock()
+	keep := strings.Join(s.keep, "\n")
+	s.mu.Unlock()
+	if !s.t.Failed() && keep == "" && os.Getenv("TETHER_FAULT_KEEP_LOGS") == "" {
 		return
 	}
 	dst := s.artifactDir()
@@ -450,7 +468,8 @@ func (s *system) saveArtifacts() {
 	summary := s.summary.String()
 	crashes := strings.Join(s.crashes, "\n")
 	s.mu.Unlock()
-	_ = os.WriteFile(filepath.Join(dst, "summary.txt"), []byte(summary+"\ncrashes:\n"+crashes+"\n"), 0o644)
+	_ = os.WriteFile(filepath.Join(dst, "summary.txt"),
+		[]byte(summary+"\ncrashes:\n"+crashes+"\nkept because:\n"+keep+"\n"), 0o644)
 	s.t.Logf("process logs and summary saved in %s", dst)
 }
 
