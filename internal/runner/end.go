@@ -115,3 +115,20 @@ func sleep(ctx context.Context, d time.Duration) bool {
 		return true
 	}
 }
+
+// retryWait sleeps d before an attempt publishes again, or less if the NATS
+// connection comes back (back, from natsBack before the try that failed, is
+// closed), and returns the wait before the next try: doubled up to 2 s, or
+// back to 100 ms after a reconnect. ok is false when ctx ended.
+func retryWait(ctx context.Context, d time.Duration, back <-chan struct{}) (next time.Duration, ok bool) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return d, false
+	case <-back:
+		return 100 * time.Millisecond, true
+	case <-t.C:
+		return min(2*d, 2*time.Second), true
+	}
+}

@@ -56,6 +56,9 @@ type Bus interface {
 	// SubscribeCancels calls fn with the task id of every cancel request,
 	// until unsubscribe is called.
 	SubscribeCancels(fn func(taskID string)) (unsubscribe func() error, err error)
+	// OnReconnect registers fn to run whenever the connection to NATS
+	// comes back after it was lost.
+	OnReconnect(fn func())
 }
 
 // Publisher publishes the events of one attempt to the task's log, in order.

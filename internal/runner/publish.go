@@ -222,6 +222,7 @@ func (a *attempt) republish() (uint64, error) {
 			return 0, notSettled(err)
 		}
 
+		back := a.r.natsBack()
 		pub := a.r.bus.NewPublisher()
 		var err error
 		for _, e := range events {
@@ -244,10 +245,10 @@ func (a *attempt) republish() (uint64, error) {
 			continue // publishes what the engine queued meanwhile, or ends
 		}
 		a.log.Warn("NATS unavailable: keeping events to publish again", "unacked", len(events), "err", err)
-		if !sleep(a.io, wait) {
+		var ok bool
+		if wait, ok = retryWait(a.io, wait, back); !ok {
 			return 0, notSettled(a.io.Err())
 		}
-		wait = min(2*wait, 2*time.Second)
 	}
 }
 
@@ -281,6 +282,7 @@ func (a *attempt) cutLocked() Publisher {
 // back, when NATS refuses a publish, the attempt is broken or its lease is
 // not held.
 func (a *attempt) flushCut(pub Publisher, upTo int64) (uint64, error) {
+	back := a.r.natsBack()
 	pos, err := pub.FlushProgress(a.io, ackStall)
 	wait := 100 * time.Millisecond
 	for try := 1; err != nil; try++ {
@@ -299,10 +301,10 @@ func (a *attempt) flushCut(pub Publisher, upTo int64) (uint64, error) {
 			a.log.Warn("events not acknowledged: publishing them again while the answer goes on",
 				"events", len(events), "through_seq", upTo, "err", err)
 		}
-		if !sleep(a.io, wait) {
+		if wait, ok = retryWait(a.io, wait, back); !ok {
 			return 0, err
 		}
-		wait = min(2*wait, 2*time.Second)
+		back = a.r.natsBack()
 		pub = a.r.bus.NewPublisher()
 		for _, e := range events {
 			if err := pub.Publish(e); err != nil {
@@ -366,6 +368,7 @@ func (a *attempt) publishStatus(e task.Event) {
 	deadline := time.Now().Add(statusPublishFor)
 	var err error
 	for {
+		back := a.r.natsBack()
 		pub := a.r.bus.NewPublisher()
 		if err = pub.Publish(e); err == nil {
 			if _, err = pub.FlushProgress(a.io, ackStall); err == nil {
@@ -376,10 +379,10 @@ func (a *attempt) publishStatus(e task.Event) {
 			break
 		}
 		a.log.Warn("publish status event, retrying", "seq", e.Seq, "status", e.Status, "err", err)
-		if !sleep(a.io, wait) {
+		var ok bool
+		if wait, ok = retryWait(a.io, wait, back); !ok {
 			break
 		}
-		wait = min(2*wait, 2*time.Second)
 	}
 	a.log.Error("status event is in Postgres but not in the log", "seq", e.Seq, "status", e.Status, "err", err)
 }

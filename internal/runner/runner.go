@@ -47,6 +47,10 @@ type Runner struct {
 	// live is a copy of inflight's attempts, replaced under mu, for MaySend,
 	// which must not take a lock.
 	live atomic.Pointer[[]*attempt]
+	// back is closed, and replaced, when the NATS connection comes back:
+	// attempts waiting to publish again try at once instead of at the end
+	// of a backoff that grew while NATS was away.
+	back chan struct{}
 }
 
 // New returns a runner; cfg's zero fields get their defaults.
@@ -58,13 +62,32 @@ func New(cfg Config, store Store, bus Bus) (*Runner, error) {
 	if store == nil || bus == nil {
 		return nil, errors.New("runner: a store and a bus are required")
 	}
-	return &Runner{
+	r := &Runner{
 		cfg:      cfg,
 		store:    store,
 		bus:      bus,
 		log:      cfg.Logger.With("runner", cfg.ID),
 		inflight: make(map[string]*attempt),
-	}, nil
+		back:     make(chan struct{}),
+	}
+	bus.OnReconnect(r.reconnected)
+	return r, nil
+}
+
+// reconnected wakes every attempt waiting to publish again.
+func (r *Runner) reconnected() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	close(r.back)
+	r.back = make(chan struct{})
+}
+
+// natsBack returns a channel closed when the NATS connection next comes
+// back.
+func (r *Runner) natsBack() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.back
 }
 
 // MaySend reports whether the runner may send anything on its NATS
