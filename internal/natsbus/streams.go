@@ -1,8 +1,11 @@
 package natsbus
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -22,7 +25,7 @@ const (
 // JetStream answers a create with an identical config as a success, so
 // processes starting together all succeed.
 func (b *Bus) ensureStreams(ctx context.Context) error {
-	tasks, err := b.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	tasks, err := b.ensureStream(ctx, jetstream.StreamConfig{
 		Name:        TasksStream,
 		Description: "Tether task events, one subject per task",
 		Subjects:    []string{TasksSubjects},
@@ -37,7 +40,7 @@ func (b *Bus) ensureStreams(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("ensure stream %s: %w", TasksStream, err)
 	}
-	if _, err := b.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	if _, err := b.ensureStream(ctx, jetstream.StreamConfig{
 		Name:        DispatchStream,
 		Description: "Tether tasks waiting for a runner",
 		Subjects:    []string{DispatchSubject},
@@ -63,6 +66,36 @@ func (b *Bus) ensureStreams(ctx context.Context) error {
 	}
 	b.tasks, b.dispatch = tasks, cons
 	return nil
+}
+
+// ensureStream creates the stream cfg names, or updates it when it differs
+// from cfg in what Tether sets. A stream that is as it should be is left
+// alone: an update racing a consumer's creation on the same stream (another
+// process starting at the same time) is a data race inside nats-server
+// 2.15.2 (filestore's UpdateConfig against ConsumerStore), and it is work
+// for nothing.
+func (b *Bus) ensureStream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	s, err := b.js.Stream(ctx, cfg.Name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return b.js.CreateOrUpdateStream(ctx, cfg)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if sameStream(s.CachedInfo().Config, cfg) {
+		return s, nil
+	}
+	return b.js.UpdateStream(ctx, cfg)
+}
+
+// sameStream reports whether have is want in every field ensureStreams sets
+// (the server fills in the others).
+func sameStream(have, want jetstream.StreamConfig) bool {
+	return have.Description == want.Description && slices.Equal(have.Subjects, want.Subjects) &&
+		have.Retention == want.Retention && have.MaxAge == want.MaxAge &&
+		cmp.Or(have.MaxBytes, -1) == cmp.Or(want.MaxBytes, -1) && have.Storage == want.Storage &&
+		have.Duplicates == want.Duplicates && have.Discard == want.Discard &&
+		cmp.Or(have.Replicas, 1) == cmp.Or(want.Replicas, 1)
 }
 
 // PurgeTaskLog removes every event of taskID from the log: maintenance calls
