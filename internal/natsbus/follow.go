@@ -81,11 +81,23 @@ func (b *Bus) subscribe(subject string, handle func(*nats.Msg), lost func(), flu
 }
 
 // logLookupWait bounds each wait of ReadLog: the JetStream API requests (the
-// task's last message, the consumer that reads the log), well under the
-// API's default 5 s, and each message of the read. They answer in
-// milliseconds, or not at all while the stream has no leader or catches up;
-// a reader that gets an error retries sooner.
+// task's last message, each message got by subject, the consumer that reads
+// the log), well under the API's default 5 s, and each message of the read.
+// They answer in milliseconds, or not at all while the stream has no leader
+// or catches up; a reader that gets an error retries sooner.
 const logLookupWait = 2 * time.Second
+
+// ReadLog reads the first directReads of the task's messages one at a time
+// (a get of the next message on the task's subject, which the stream's
+// leader answers), and a consumer reads the rest. Most reads are a gap of a
+// few events; and a consumer needs the cluster's JetStream meta leader,
+// which a NATS node that just died may have been, while a get needs only
+// the stream's leader. When the consumer cannot be made, gets go on, up to
+// maxDirectReads in all.
+const (
+	directReads    = 16
+	maxDirectReads = 4096
+)
 
 // ReadLog returns the logged events of taskID that sort after the position
 // after, in (attempt, seq) order, scanning TasksStream from stream sequence
@@ -96,7 +108,7 @@ const logLookupWait = 2 * time.Second
 // sort after it are, in their place, so a reader applying them with
 // task.Position.Step sees a fenced-out runner's late events before the
 // start of the attempt that replaced it. Other tasks' messages in between
-// are never read: the scan filters on the task's subject on the server.
+// are never read: the server looks only at the task's subject.
 func (b *Bus) ReadLog(ctx context.Context, taskID string, after task.Position, fromStreamPos uint64) (_ []Msg, err error) {
 	defer classify(&err)
 	if err := checkToken(taskID); err != nil {
@@ -112,54 +124,128 @@ func (b *Bus) ReadLog(ctx context.Context, taskID string, after task.Position, f
 	if err != nil {
 		return nil, fmt.Errorf("read log of task %s: last message: %w", taskID, err)
 	}
-	end := last.Sequence
-	if end < fromStreamPos {
-		return nil, nil
+	r := logRead{taskID: taskID, after: after, end: last.Sequence, next: max(fromStreamPos, 1)}
+	if err := r.get(ctx, b.tasks, subject, directReads); err != nil {
+		return nil, err
 	}
+	if r.next <= r.end {
+		err := r.consume(ctx, b.js, subject)
+		var noConsumer errNoConsumer
+		switch {
+		case errors.As(err, &noConsumer):
+			if err := r.get(ctx, b.tasks, subject, maxDirectReads); err != nil {
+				return nil, err
+			}
+			if r.next <= r.end {
+				return nil, fmt.Errorf("read log of task %s: over %d messages and %w", taskID, maxDirectReads, noConsumer.err)
+			}
+		case err != nil:
+			return nil, err
+		}
+	}
+	return inSeqOrder(r.out), nil
+}
 
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}}
-	if fromStreamPos > 0 {
-		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
-		cfg.OptStartSeq = fromStreamPos
-	}
-	cons, err := b.js.OrderedConsumer(lookup, TasksStream, cfg)
+// logRead is one ReadLog under way: the events kept so far, and the stream
+// sequence to read from next, up to end.
+type logRead struct {
+	taskID    string
+	after     task.Position
+	end, next uint64
+	out       []Msg
+	gets      int
+}
+
+// errNoConsumer is a failure to make the consumer that reads the log.
+type errNoConsumer struct{ err error }
+
+func (e errNoConsumer) Error() string { return "no consumer to read the log: " + e.err.Error() }
+func (e errNoConsumer) Unwrap() error { return e.err }
+
+// add keeps the event in data, stored at stream sequence pos, if it sorts
+// after r.after.
+func (r *logRead) add(data []byte, pos uint64) error {
+	e, err := protocol.DecodeEvent(data)
 	if err != nil {
-		return nil, fmt.Errorf("read log of task %s: %w", taskID, err)
+		return fmt.Errorf("read log of task %s at %d: %w", r.taskID, pos, err)
+	}
+	if r.after.Before(task.Position{Attempt: e.Attempt, Seq: e.Seq}) {
+		r.out = append(r.out, Msg{Event: e, Data: data, StreamPos: pos})
+	}
+	r.next = pos + 1
+	return nil
+}
+
+// get reads the task's messages one at a time from r.next until r.end, or
+// until r.gets reaches limit.
+func (r *logRead) get(ctx context.Context, stream jetstream.Stream, subject string, limit int) error {
+	for r.next <= r.end && r.gets < limit {
+		lookup, cancel := context.WithTimeout(ctx, logLookupWait)
+		m, err := stream.GetMsg(lookup, r.next, jetstream.WithGetMsgSubject(subject))
+		cancel()
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			r.next = r.end + 1 // none left: the end aged out while we read
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read log of task %s at %d: %w", r.taskID, r.next, err)
+		}
+		r.gets++
+		if m.Sequence > r.end {
+			r.next = m.Sequence
+			return nil
+		}
+		if err := r.add(m.Data, m.Sequence); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// consume reads the task's messages from r.next to r.end with an ordered
+// consumer filtered on the task's subject.
+func (r *logRead) consume(ctx context.Context, js jetstream.JetStream, subject string) error {
+	lookup, cancel := context.WithTimeout(ctx, logLookupWait)
+	defer cancel()
+	cons, err := js.OrderedConsumer(lookup, TasksStream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subject},
+		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:    r.next,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("read log of task %s: %w", r.taskID, ctx.Err())
+		}
+		return errNoConsumer{err: err}
 	}
 	iter, err := cons.Messages(jetstream.PullMaxMessages(256))
 	if err != nil {
-		return nil, fmt.Errorf("read log of task %s: %w", taskID, err)
+		return fmt.Errorf("read log of task %s: %w", r.taskID, err)
 	}
 	defer iter.Stop()
 	stop := context.AfterFunc(ctx, iter.Stop)
 	defer stop()
 
-	var out []Msg
 	for {
 		m, err := iter.Next(jetstream.NextMaxWait(logLookupWait))
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, fmt.Errorf("read log of task %s: %w", taskID, ctx.Err())
+				return fmt.Errorf("read log of task %s: %w", r.taskID, ctx.Err())
 			}
-			return nil, fmt.Errorf("read log of task %s: %w", taskID, err)
+			return fmt.Errorf("read log of task %s: %w", r.taskID, err)
 		}
 		meta, err := m.Metadata()
 		if err != nil {
-			return nil, fmt.Errorf("read log of task %s: %w", taskID, err)
+			return fmt.Errorf("read log of task %s: %w", r.taskID, err)
 		}
-		e, err := protocol.DecodeEvent(m.Data())
-		if err != nil {
-			return nil, fmt.Errorf("read log of task %s at %d: %w", taskID, meta.Sequence.Stream, err)
-		}
-		if after.Before(task.Position{Attempt: e.Attempt, Seq: e.Seq}) {
-			out = append(out, Msg{Event: e, Data: m.Data(), StreamPos: meta.Sequence.Stream})
+		if err := r.add(m.Data(), meta.Sequence.Stream); err != nil {
+			return err
 		}
 		// NumPending 0: the end message itself aged out while we read.
-		if meta.Sequence.Stream >= end || meta.NumPending == 0 {
-			break
+		if meta.Sequence.Stream >= r.end || meta.NumPending == 0 {
+			return nil
 		}
 	}
-	return inSeqOrder(out), nil
 }
 
 // inSeqOrder sorts by (attempt, seq) and keeps the first of each. Runners
