@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -94,6 +95,9 @@ type Bus struct {
 	log         *slog.Logger
 	// router runs the handlers of every core subscription (router.go).
 	router *router
+	// consumersBackAt (Unix nanoseconds) is when ReadLog may try to make a
+	// consumer again after one could not be made (follow.go).
+	consumersBackAt atomic.Int64
 }
 
 // Connect dials url, retrying with exponential backoff until it succeeds, ctx

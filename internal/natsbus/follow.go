@@ -81,8 +81,8 @@ func (b *Bus) subscribe(subject string, handle func(*nats.Msg), lost func(), flu
 }
 
 // logLookupWait bounds each wait of ReadLog: the JetStream API requests (the
-// task's last message, each message got by subject, the consumer that reads
-// the log), well under the API's default 5 s, and each message of the read.
+// task's last message, each message got by subject), well under the API's
+// default 5 s, and each message a consumer reads.
 // They answer in milliseconds, or not at all while the stream has no leader
 // or catches up; a reader that gets an error retries sooner.
 const logLookupWait = 2 * time.Second
@@ -92,11 +92,17 @@ const logLookupWait = 2 * time.Second
 // leader answers), and a consumer reads the rest. Most reads are a gap of a
 // few events; and a consumer needs the cluster's JetStream meta leader,
 // which a NATS node that just died may have been, while a get needs only
-// the stream's leader. When the consumer cannot be made, gets go on, up to
-// maxDirectReads in all.
+// the stream's leader. A consumer is waited for consumerWait (it is made in
+// a millisecond when the meta leader is there); when it cannot be made,
+// gets go on, up to maxDirectReads in all, and for noConsumersFor every
+// read of the bus goes straight to gets: electing a meta leader takes
+// seconds, and a gateway catching its tabs up reads the log for each of
+// them, some twice.
 const (
 	directReads    = 16
 	maxDirectReads = 4096
+	consumerWait   = 500 * time.Millisecond
+	noConsumersFor = 5 * time.Second
 )
 
 // ReadLog returns the logged events of taskID that sort after the position
@@ -128,11 +134,17 @@ func (b *Bus) ReadLog(ctx context.Context, taskID string, after task.Position, f
 	if err := r.get(ctx, b.tasks, subject, directReads); err != nil {
 		return nil, err
 	}
+	if r.next <= r.end && time.Now().UnixNano() < b.consumersBackAt.Load() {
+		if err := r.get(ctx, b.tasks, subject, maxDirectReads); err != nil {
+			return nil, err
+		}
+	}
 	if r.next <= r.end {
 		err := r.consume(ctx, b.js, subject)
 		var noConsumer errNoConsumer
 		switch {
 		case errors.As(err, &noConsumer):
+			b.consumersBackAt.Store(time.Now().Add(noConsumersFor).UnixNano())
 			if err := r.get(ctx, b.tasks, subject, maxDirectReads); err != nil {
 				return nil, err
 			}
@@ -205,7 +217,7 @@ func (r *logRead) get(ctx context.Context, stream jetstream.Stream, subject stri
 // consume reads the task's messages from r.next to r.end with an ordered
 // consumer filtered on the task's subject.
 func (r *logRead) consume(ctx context.Context, js jetstream.JetStream, subject string) error {
-	lookup, cancel := context.WithTimeout(ctx, logLookupWait)
+	lookup, cancel := context.WithTimeout(ctx, consumerWait)
 	defer cancel()
 	cons, err := js.OrderedConsumer(lookup, TasksStream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{subject},

@@ -75,6 +75,44 @@ func TestReadLogWithoutAConsumer(t *testing.T) {
 	checkSeqs(t, got, 11, 150)
 }
 
+// Once a consumer could not be made, reads go straight to gets for a while
+// rather than each wait for one: a gateway reads the log for every tab it
+// catches up, while a cluster may take seconds to elect a meta leader.
+func TestReadLogWithoutAConsumerStopsAsking(t *testing.T) {
+	t.Parallel()
+	b, url := setup(t)
+	noConsumers(t, url)
+	publishInterleaved(t, b, 150)
+
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	asks, err := nc.SubscribeSync("$JS.API.CONSUMER.CREATE.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		got, err := b.ReadLog(ctxT(t), taskA, task.Position{}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkSeqs(t, got, 1, 150)
+	}
+	// The server queued each request to this connection before its answer
+	// to the flush's ping.
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, _ := asks.Pending(); n != 1 {
+		t.Fatalf("3 reads asked for a consumer %d times, want once", n)
+	}
+}
+
 // Without a consumer, a read of more messages than ReadLog gets one at a
 // time fails (and says so) rather than return part of the log.
 func TestReadLogWithoutAConsumerIsBounded(t *testing.T) {
