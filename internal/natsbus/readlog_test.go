@@ -3,7 +3,6 @@ package natsbus_test
 import (
 	"testing"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tether-dev/tether/internal/natsbus"
@@ -84,11 +83,7 @@ func TestReadLogWithoutAConsumerStopsAsking(t *testing.T) {
 	noConsumers(t, url)
 	publishInterleaved(t, b, 150)
 
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc, _ := plainClient(t, url)
 	asks, err := nc.SubscribeSync("$JS.API.CONSUMER.CREATE.>")
 	if err != nil {
 		t.Fatal(err)
@@ -143,15 +138,7 @@ func TestReadLogWithoutAConsumerIsBounded(t *testing.T) {
 func noConsumers(t *testing.T, url string) {
 	t.Helper()
 	ctx := ctxT(t)
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, js := plainClient(t, url)
 	stream, err := js.Stream(ctx, natsbus.TasksStream)
 	if err != nil {
 		t.Fatal(err)

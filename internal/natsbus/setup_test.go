@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/tether-dev/tether/internal/natsbus"
 	"github.com/tether-dev/tether/internal/natsbus/natstest"
 	"github.com/tether-dev/tether/internal/task"
@@ -32,6 +35,22 @@ func connect(t testing.TB, url string) *natsbus.Bus {
 	}
 	t.Cleanup(b.Close)
 	return b
+}
+
+// plainClient connects a NATS client of the test's own to url, closed when
+// the test ends: to watch subjects and to change streams behind a Bus.
+func plainClient(t testing.TB, url string) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, js
 }
 
 // waitFor polls cond until it holds, failing the test after a deadline.

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/tether-dev/tether/internal/natsbus"
 	"github.com/tether-dev/tether/internal/natsbus/natstest"
 )
@@ -37,15 +36,7 @@ func TestFlushProgressGivesUpWhenNoAckComes(t *testing.T) {
 
 	// The stream goes; a plain subscriber keeps the subject answered, so
 	// the server does not refuse the publish ("no responders") either.
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js := plainClient(t, url)
 	if err := js.DeleteStream(ctx, natsbus.TasksStream); err != nil {
 		t.Fatal(err)
 	}

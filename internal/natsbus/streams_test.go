@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tether-dev/tether/internal/natsbus"
 )
@@ -18,11 +17,7 @@ import (
 func TestConnectUpdatesOnlyStreamsThatDiffer(t *testing.T) {
 	t.Parallel()
 	_, url := setup(t)
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc, js := plainClient(t, url)
 	updated := make(chan string, 16)
 	if _, err := nc.Subscribe("$JS.EVENT.ADVISORY.STREAM.UPDATED.>", func(m *nats.Msg) {
 		updated <- m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
@@ -30,10 +25,6 @@ func TestConnectUpdatesOnlyStreamsThatDiffer(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
 		t.Fatal(err)
 	}
 	// next is the stream of the next update advisory.
