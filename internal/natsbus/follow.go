@@ -82,9 +82,9 @@ func (b *Bus) subscribe(subject string, handle func(*nats.Msg), lost func(), flu
 
 // logLookupWait bounds each wait of ReadLog: the JetStream API requests (the
 // task's last message, each message got by subject), well under the API's
-// default 5 s, and each message a consumer reads.
-// They answer in milliseconds, or not at all while the stream has no leader
-// or catches up; a reader that gets an error retries sooner.
+// default 5 s, and each message a consumer reads. They answer in
+// milliseconds, or not at all while the stream has no leader or catches up;
+// a reader that gets an error retries sooner.
 const logLookupWait = 2 * time.Second
 
 // ReadLog reads the first directReads of the task's messages one at a time
@@ -131,13 +131,12 @@ func (b *Bus) ReadLog(ctx context.Context, taskID string, after task.Position, f
 		return nil, fmt.Errorf("read log of task %s: last message: %w", taskID, err)
 	}
 	r := logRead{taskID: taskID, after: after, end: last.Sequence, next: max(fromStreamPos, 1)}
-	if err := r.get(ctx, b.tasks, subject, directReads); err != nil {
-		return nil, err
+	gets := directReads
+	if time.Now().UnixNano() < b.consumersBackAt.Load() {
+		gets = maxDirectReads
 	}
-	if r.next <= r.end && time.Now().UnixNano() < b.consumersBackAt.Load() {
-		if err := r.get(ctx, b.tasks, subject, maxDirectReads); err != nil {
-			return nil, err
-		}
+	if err := r.get(ctx, b.tasks, subject, gets); err != nil {
+		return nil, err
 	}
 	if r.next <= r.end {
 		err := r.consume(ctx, b.js, subject)
