@@ -22,6 +22,12 @@ type SubmitRequest struct {
 	// "Versions").
 	ParentTaskID string
 	VersionOf    string
+	// Preamble is what a request of an API that apps already use carried
+	// besides its content (PROTOCOL.md section 11); nil for a submit over
+	// Tether's own protocol. It is part of the submit's identity: a repeat
+	// of the task id is the same submit only with an equal preamble (nil
+	// equals only nil).
+	Preamble *Preamble
 }
 
 // SubmitResult says what a submit did.

@@ -126,6 +126,11 @@ type Task struct {
 	// task; the runner writes the cancelled status itself.
 	CancelRequested bool      `json:"-"`
 	FinishedAt      time.Time `json:"-"`
+	// Preamble is the context its submit carried besides its content (nil
+	// for a task made over Tether's own protocol). It is not part of the
+	// wire Task object: the endpoints of PROTOCOL.md section 11 echo what
+	// they need of it in their own shapes.
+	Preamble *Preamble `json:"-"`
 }
 
 // Message is one entry of a conversation.
