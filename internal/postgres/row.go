@@ -31,7 +31,8 @@ const (
 	taskColumnsHead = `id, conversation_id, user_id, status, attempt, seq, progress, input,
 	`
 	taskColumnsTail = `, error, result_ref, runner_id, lease_until, stream_pos, cancel_requested,
-	created_at, updated_at, finished_at, assistant_message_id, submit_attempt, keep, attachments`
+	created_at, updated_at, finished_at, assistant_message_id, submit_attempt, keep, attachments,
+	preamble`
 )
 
 // taskRow is a task with the bookkeeping only the store needs.
@@ -58,13 +59,17 @@ func scanTask(row pgx.Row) (taskRow, error) {
 		r                    taskRow
 		runnerID             *string
 		leaseUntil, finished *time.Time
+		preamble             []byte
 	)
 	err := row.Scan(&r.ID, &r.ConversationID, &r.UserID, &r.Status, &r.Attempt, &r.Seq,
 		&r.Progress, &r.Input, &r.Output, &r.Error, &r.ResultRef, &runnerID, &leaseUntil,
 		&r.StreamPos, &r.CancelRequested, &r.CreatedAt, &r.UpdatedAt, &finished,
-		&r.assistantMessageID, &r.submitAttempt, &r.Keep, &r.attachments)
+		&r.assistantMessageID, &r.submitAttempt, &r.Keep, &r.attachments, &preamble)
 	if err != nil {
 		return taskRow{}, err
+	}
+	if r.Preamble, err = decodePreamble(preamble); err != nil {
+		return taskRow{}, fmt.Errorf("task %s: %w", r.ID, err)
 	}
 	if runnerID != nil {
 		r.RunnerID = *runnerID

@@ -21,7 +21,9 @@ func errInUse() error {
 }
 
 // Submit creates a task, or finds the one this submit repeats, or starts a new
-// attempt of it if it failed (PROTOCOL.md section 4, submit). The unique key
+// attempt of it if it failed (PROTOCOL.md section 4, submit). A submit
+// repeats an existing task when its user, conversation, content,
+// attachments and preamble are all the same (resubmit). The unique key
 // on the task id decides between concurrent submits of one id: the insert
 // does nothing when the row exists, and the existing row is then read under
 // a lock.
@@ -42,6 +44,9 @@ func (s *Store) Submit(ctx context.Context, req task.SubmitRequest) (_ task.Subm
 		return task.SubmitResult{}, err
 	}
 	if req.Attachments, err = checkAttachmentIDs(req.Attachments); err != nil {
+		return task.SubmitResult{}, err
+	}
+	if req.Preamble, err = checkPreamble(req.Preamble); err != nil {
 		return task.SubmitResult{}, err
 	}
 	req.TaskID, req.ConversationID = taskID, convID
@@ -78,13 +83,14 @@ func (s *Store) Submit(ctx context.Context, req task.SubmitRequest) (_ task.Subm
 // another user's conversation that appears concurrently, failing the whole
 // statement. Whenever nothing was written, the full transaction decides. It
 // returns how many tasks it created (0 or 1): the created row is known
-// without reading it back (newTask).
+// without reading it back (newTask). It never decides whether a submit
+// repeats an existing task: it only inserts a new id.
 const submitNew = `
 	WITH t AS (
 		INSERT INTO tasks (id, user_id, conversation_id, assistant_message_id, status, attempt,
-			submit_attempt, seq, progress, input, output, created_at, updated_at, attachments)
+			submit_attempt, seq, progress, input, output, created_at, updated_at, attachments, preamble)
 		SELECT $1::uuid, $2::text, $3::uuid, $4::uuid, 'pending', 1, 1, 0, 0, $6::text, '',
-			$7::timestamptz, $7::timestamptz, '{}'
+			$7::timestamptz, $7::timestamptz, '{}', $9::jsonb
 		WHERE NOT EXISTS (SELECT 1 FROM conversations WHERE id = $3::uuid AND user_id <> $2::text)
 		ON CONFLICT (id) DO NOTHING
 		RETURNING id, conversation_id, user_id),
@@ -116,10 +122,14 @@ func (s *Store) submitNew(ctx context.Context, req task.SubmitRequest) (task.Tas
 	if err != nil {
 		return task.Task{}, false, fmt.Errorf("make message id: %w", err)
 	}
+	preamble, err := encodePreamble(req.Preamble)
+	if err != nil {
+		return task.Task{}, false, err
+	}
 	now := s.now()
 	var n int
 	err = s.pool.QueryRow(ctx, submitNew, req.TaskID, req.UserID, req.ConversationID,
-		assistantMsg.String(), userMsg.String(), req.Content, now, title(req.Content)).Scan(&n)
+		assistantMsg.String(), userMsg.String(), req.Content, now, title(req.Content), preamble).Scan(&n)
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.As(err, &pgErr) && pgErr.Code == foreignKeyViolation:
@@ -136,7 +146,8 @@ func (s *Store) submitNew(ctx context.Context, req task.SubmitRequest) (task.Tas
 // newTask is the row submitNew inserts, as scanTask would read it back.
 func newTask(req task.SubmitRequest, now time.Time) task.Task {
 	return task.Task{ID: req.TaskID, ConversationID: req.ConversationID, UserID: req.UserID,
-		Status: task.StatusPending, Attempt: 1, Input: req.Content, CreatedAt: now, UpdatedAt: now}
+		Status: task.StatusPending, Attempt: 1, Input: req.Content, CreatedAt: now, UpdatedAt: now,
+		Preamble: req.Preamble}
 }
 
 // submit is Submit's transaction.
@@ -208,13 +219,17 @@ func insertTask(ctx context.Context, tx pgx.Tx, req task.SubmitRequest, touch bo
 	if err != nil {
 		return task.Task{}, fmt.Errorf("make message id: %w", err)
 	}
+	preamble, err := encodePreamble(req.Preamble)
+	if err != nil {
+		return task.Task{}, err
+	}
 	r, err := scanTask(tx.QueryRow(ctx, `
 		INSERT INTO tasks (id, user_id, conversation_id, assistant_message_id, status, attempt,
-			submit_attempt, seq, progress, input, output, created_at, updated_at, attachments)
-		VALUES ($1, $2, $3, $4, 'pending', 1, 1, 0, 0, $5, '', $6, $6, $7)
+			submit_attempt, seq, progress, input, output, created_at, updated_at, attachments, preamble)
+		VALUES ($1, $2, $3, $4, 'pending', 1, 1, 0, 0, $5, '', $6, $6, $7, $8)
 		ON CONFLICT (id) DO NOTHING
 		RETURNING `+storedColumns,
-		req.TaskID, req.UserID, req.ConversationID, assistantMsg, req.Content, now, req.Attachments))
+		req.TaskID, req.UserID, req.ConversationID, assistantMsg, req.Content, now, req.Attachments, preamble))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return task.Task{}, err
 	}
@@ -247,9 +262,12 @@ func insertTask(ctx context.Context, tx pgx.Tx, req task.SubmitRequest, touch bo
 
 // resubmit answers a submit of an existing (locked) task: the same one is a
 // lookup, a failed one starts a new attempt, anything else is a conflict.
+// The same submit has the same user, conversation, content, attachments and
+// preamble (req's as checkPreamble returned it, so both are as a read
+// returns them).
 func resubmit(ctx context.Context, tx pgx.Tx, r taskRow, req task.SubmitRequest, now time.Time, maxRetries int) (task.SubmitResult, error) {
 	if r.UserID != req.UserID || r.ConversationID != req.ConversationID || r.Input != req.Content ||
-		!task.SameAttachments(r.attachments, req.Attachments) {
+		!task.SameAttachments(r.attachments, req.Attachments) || !samePreamble(r.Preamble, req.Preamble) {
 		return task.SubmitResult{}, errInUse()
 	}
 	if r.Status != task.StatusFailed {

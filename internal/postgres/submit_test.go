@@ -254,48 +254,62 @@ func TestSubmitAcceptsUpperCaseIDs(t *testing.T) {
 
 func TestSubmitConcurrentOneIDCreatesOneTask(t *testing.T) {
 	t.Parallel()
-	// More connections than the default, so the submits really race in Postgres.
-	s, err := postgres.Open(context.Background(), pgtest.URL(t)+"&pool_max_conns=16", postgres.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	for _, tc := range []struct {
+		name     string
+		preamble func() *task.Preamble
+	}{
+		{"plain", func() *task.Preamble { return nil }},
+		// Each submit has its own, equal preamble, as each request decodes its own.
+		{"with a preamble", samplePreamble},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			// More connections than the default, so the submits really race in Postgres.
+			s, err := postgres.Open(context.Background(), pgtest.URL(t)+"&pool_max_conns=16", postgres.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
 
-	const n = 200
-	taskID, convID := newID(), newID()
-	var (
-		wg      sync.WaitGroup
-		start   = make(chan struct{})
-		results = make([]task.SubmitResult, n)
-		errs    = make([]error, n)
-	)
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			results[i], errs[i] = s.Submit(context.Background(), task.SubmitRequest{
-				UserID: "alice", TaskID: taskID, ConversationID: convID, Content: "once"})
+			const n = 200
+			taskID, convID := newID(), newID()
+			var (
+				wg      sync.WaitGroup
+				start   = make(chan struct{})
+				results = make([]task.SubmitResult, n)
+				errs    = make([]error, n)
+			)
+			for i := range n {
+				p := tc.preamble()
+				wg.Go(func() {
+					<-start
+					results[i], errs[i] = s.Submit(context.Background(), task.SubmitRequest{
+						UserID: "alice", TaskID: taskID, ConversationID: convID, Content: "once", Preamble: p})
+				})
+			}
+			close(start)
+			wg.Wait()
+
+			created := 0
+			for i := range n {
+				if errs[i] != nil {
+					t.Fatalf("submit %d: %v", i, errs[i])
+				}
+				if results[i].Created {
+					created++
+				}
+				if results[i].Task.ID != taskID || results[i].Retried ||
+					!reflect.DeepEqual(results[i].Task.Preamble, tc.preamble()) {
+					t.Fatalf("submit %d: %+v", i, results[i])
+				}
+			}
+			if created != 1 {
+				t.Fatalf("%d submits created, want exactly 1", created)
+			}
+			if rows := rowCounts(t, s); rows != [4]int{1, 2, 1, 1} {
+				t.Fatalf("conversations, messages, tasks, transitions = %v, want [1 2 1 1]", rows)
+			}
 		})
-	}
-	close(start)
-	wg.Wait()
-
-	created := 0
-	for i := range n {
-		if errs[i] != nil {
-			t.Fatalf("submit %d: %v", i, errs[i])
-		}
-		if results[i].Created {
-			created++
-		}
-		if results[i].Task.ID != taskID || results[i].Retried {
-			t.Fatalf("submit %d: %+v", i, results[i])
-		}
-	}
-	if created != 1 {
-		t.Fatalf("%d submits created, want exactly 1", created)
-	}
-	if rows := rowCounts(t, s); rows != [4]int{1, 2, 1, 1} {
-		t.Fatalf("conversations, messages, tasks, transitions = %v, want [1 2 1 1]", rows)
 	}
 }
 

@@ -49,6 +49,9 @@ func (s *Store) SubmitVersion(ctx context.Context, req task.SubmitRequest) (_ ta
 	if req.Attachments, err = checkAttachmentIDs(req.Attachments); err != nil {
 		return task.SubmitResult{}, err
 	}
+	if req.Preamble, err = checkPreamble(req.Preamble); err != nil {
+		return task.SubmitResult{}, err
+	}
 	req.TaskID, req.ConversationID = taskID, convID
 
 	var res task.SubmitResult
