@@ -31,9 +31,20 @@ type Engine interface {
 type Input struct {
 	TaskID  string
 	Content string
+	// Instructions are a system prompt for this task alone (from its
+	// preamble), for engines that send one to a model; they follow the
+	// engine's own configured prompt. The demo engine ignores them.
+	Instructions string
 	// History holds the earlier messages of the conversation, oldest first,
 	// for engines that send context to a model. The demo engine ignores it.
+	// A task made by an API that apps already use has the earlier items of
+	// its request first (they have no ID), then the conversation's own.
 	History []task.Message
+	// Options are the sampling fields of the task's request by their API
+	// names (temperature, top_p, max_output_tokens or max_tokens,
+	// presence_penalty, frequency_penalty, seed). An engine uses those it
+	// can and ignores the rest; the demo engine ignores them all.
+	Options map[string]float64
 	// Prefix is the answer so far, kept from an attempt whose runner was
 	// lost (PROTOCOL.md section 3, keep). The engine continues after it and
 	// never writes it again: its first Delta follows the prefix directly.

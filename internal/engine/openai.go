@@ -20,7 +20,9 @@ import (
 // OpenAI is the engine for any server that speaks OpenAI's streaming chat
 // completions API (OpenAI, vLLM, Ollama, llama.cpp's server, LiteLLM).
 //
-// One Run sends the conversation (see buildMessages) to
+// One Run sends the conversation (see buildMessages), with the task's
+// instructions after the configured system prompt and its sampling options
+// where the request has a field for them (samplingFor), to
 // {BaseURL}/chat/completions with stream: true and writes the content
 // deltas to the Output as they arrive, coalesced into slightly larger
 // pieces. Failures before the first token (connection refused, 429, 5xx, a
@@ -74,8 +76,7 @@ type chatRequest struct {
 	Messages      []chatMessage `json:"messages"`
 	Stream        bool          `json:"stream"`
 	StreamOptions streamOptions `json:"stream_options"`
-	Temperature   *float64      `json:"temperature,omitempty"`
-	MaxTokens     int           `json:"max_tokens,omitempty"`
+	sampling
 	prefillFields
 }
 
@@ -91,13 +92,14 @@ func (o *OpenAI) Run(ctx context.Context, in Input, out Output) error {
 			"task_id", in.TaskID, "prefix_bytes", len(in.Prefix))
 		return fmt.Errorf("continue mode %s: %w", ContinueRestart, ErrCannotContinue)
 	}
+	params := o.samplingFor(in.Options)
 	body, err := json.Marshal(chatRequest{
-		Model:         o.cfg.Model,
-		Messages:      buildMessages(o.cfg.SystemPrompt, in.History, in.TaskID, in.Content, in.Prefix, o.cfg.ContextBudget, in.Attachments),
+		Model: o.cfg.Model,
+		Messages: buildMessages(systemPrompt(o.cfg.SystemPrompt, in.Instructions), in.History,
+			in.TaskID, in.Content, in.Prefix, o.cfg.ContextBudget, in.Attachments),
 		Stream:        true,
 		StreamOptions: streamOptions{IncludeUsage: true},
-		Temperature:   o.cfg.Temperature,
-		MaxTokens:     o.cfg.MaxTokens,
+		sampling:      params,
 		prefillFields: prefill(in.Prefix),
 	})
 	if err != nil {
@@ -106,7 +108,7 @@ func (o *OpenAI) Run(ctx context.Context, in Input, out Output) error {
 	runCtx, cancel := context.WithTimeoutCause(ctx, o.cfg.RequestTimeout, errRequestTimeout)
 	defer cancel()
 
-	s := &streamState{out: out, maxTokens: o.cfg.MaxTokens, lastProgress: -1}
+	s := &streamState{out: out, maxTokens: params.MaxTokens, lastProgress: -1}
 	if continuing {
 		// Nothing may reach the Output before the server has accepted the
 		// prefill (ErrCannotContinue comes before any write), so the
@@ -253,7 +255,7 @@ func (o *OpenAI) stream(ctx context.Context, body io.ReadCloser, s *streamState,
 			}
 			if done {
 				if s.finish == "length" {
-					o.log.Info("answer cut at the max tokens limit", "max_tokens", o.cfg.MaxTokens)
+					o.log.Info("answer cut at the max tokens limit", "max_tokens", s.maxTokens)
 				}
 				return s.complete()
 			}

@@ -36,12 +36,13 @@ type OpenAIConfig struct {
 	APIKey string
 	// Model is the model name the server knows (required).
 	Model string
-	// SystemPrompt, when set, is sent as the first message.
+	// SystemPrompt, when set, is sent as the first message; a task's own
+	// instructions (Input.Instructions) follow it in the same message.
 	SystemPrompt string
-	// Temperature is sent when not nil (0..2).
+	// Temperature is sent when not nil (0..2), unless the task names its own.
 	Temperature *float64
 	// MaxTokens caps the answer's length when > 0 and makes progress a
-	// real fraction of that cap.
+	// real fraction of that cap; a task may ask for less, never for more.
 	MaxTokens int
 	// ContextBudget is how many tokens (estimated, see estimateTokens) of
 	// earlier messages are sent; 0 means DefaultContextBudget and a
