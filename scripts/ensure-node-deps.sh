@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Makes sure Node.js and the frontend's npm packages are there. Installs the
-# packages from the lock file; Node itself must come from the system.
+# Makes sure Node.js and the npm packages of the frontend and of the AI SDK
+# example (examples/ai-sdk-chat, built by end-to-end scenario 18) are there.
+# Installs the packages from each lock file; Node itself must come from the
+# system.
 set -euo pipefail
-cd "$(dirname "$0")/../frontend"
+cd "$(dirname "$0")/.."
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
 	echo "ensure-node-deps: Node.js 20+ and npm are needed to build the UI." >&2
 	echo "  Debian/Ubuntu: apt-get install -y nodejs npm (or use NodeSource / nvm for Node 20+)." >&2
@@ -14,6 +16,8 @@ if [ "$major" -lt 20 ]; then
 	exit 1
 fi
 # Reinstall when the lock file changed since the last install.
-if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-	npm ci --no-audit --no-fund --loglevel=error
-fi
+for dir in frontend examples/ai-sdk-chat; do
+	if [ ! -f "$dir/node_modules/.package-lock.json" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
+		(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+	fi
+done
