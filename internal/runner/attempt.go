@@ -169,6 +169,7 @@ func (a *attempt) run() {
 			// The engine can still answer the message itself; say so and go on.
 			a.log.Warn("conversation context unavailable", "err", err)
 		}
+		withPreamble(&in, a.claimed)
 		if in.Prefix != "" {
 			a.log.Info("continuing a lost attempt's answer", "keep", len(in.Prefix))
 		}
