@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"net/http"
 	"net/netip"
@@ -55,6 +56,9 @@ var errUnauthorized = task.Errorf(task.CodeUnauthorized, "missing, expired or in
 // authenticate finds the caller. allowQuery permits ?token= (WebSocket and SSE).
 func (a *authenticator) authenticate(r *http.Request, allowQuery bool) (identity, error) {
 	if a.secret == nil {
+		if key, ok := bearer(r); ok {
+			return apiKeyUser(key)
+		}
 		return a.anonymous(r), nil
 	}
 	if h := r.Header.Get("Authorization"); h != "" {
@@ -127,6 +131,32 @@ func (a *authenticator) anonymous(r *http.Request) identity {
 	}
 	user := "anon-" + uuid.NewString()
 	return identity{user: user, viaCookie: true, newCookie: a.cookie(r, user, now)}
+}
+
+// maxAPIKeyBytes bounds an anonymous API key (PROTOCOL.md section 11).
+const maxAPIKeyBytes = 512
+
+// bearer returns the value of an Authorization: Bearer header, if any.
+func bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return "", false
+	}
+	tok, _ := strings.CutPrefix(h, "Bearer ")
+	return strings.TrimSpace(tok), true
+}
+
+// apiKeyUser is the anonymous user a bearer value names in anonymous mode
+// (PROTOCOL.md section 11): an OpenAI SDK must send some API key, and the same
+// key is always the same user. Local use only: whoever knows a key is its
+// user. A header that is not "Bearer <1..512 bytes without spaces>" is refused,
+// never read as no credentials.
+func apiKeyUser(key string) (identity, error) {
+	if key == "" || len(key) > maxAPIKeyBytes || strings.ContainsAny(key, " \t") {
+		return identity{}, errUnauthorized
+	}
+	sum := sha256.Sum256([]byte("tether api key\x00" + key))
+	return identity{user: "key-" + hex.EncodeToString(sum[:16])}, nil
 }
 
 // renewEvery is how old an anonymous cookie gets before it is renewed.

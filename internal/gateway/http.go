@@ -31,6 +31,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("PATCH /v1/conversations/{id}", s.api(s.renameConversation))
 	mux.HandleFunc("/v1/uploads", s.serveUploads)
 	mux.HandleFunc("/v1/uploads/", s.serveUploads)
+	for _, m := range s.mounts {
+		mux.Handle(m.pattern, m.handler)
+	}
 	// The same paths with any other method: a JSON 405 rather than the
 	// mux's plain-text one.
 	for _, p := range []string{"/v1/ws", "/v1/tasks", "/v1/tasks/{id}", "/v1/tasks/{id}/cancel",
@@ -47,7 +50,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}))
 	mux.Handle("/", s.withSession(s.cfg.UI))
-	return s.logRequests(s.admit(mux))
+	return s.logRequests(s.cors(s.admit(mux)))
 }
 
 func methodNotAllowed(w http.ResponseWriter, r *http.Request) {

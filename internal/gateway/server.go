@@ -128,6 +128,8 @@ type Server struct {
 	closing  bool
 	sessions map[*wsSession]struct{}
 	streams  sync.WaitGroup
+	// mounts are the routes of other APIs (Mount).
+	mounts []mount
 }
 
 // New makes a gateway on a store and a bus.

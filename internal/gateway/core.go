@@ -1,0 +1,259 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+
+	"github.com/tether-dev/tether/internal/protocol"
+	"github.com/tether-dev/tether/internal/task"
+)
+
+// The gateway's core, for the encoders of other APIs (internal/compat,
+// PROTOCOL.md section 11) that the gateway mounts: the same auth, submit,
+// cancel and follower as the WebSocket and SSE paths, so that another API is
+// another encoding of one task's snapshot and events, never a second
+// implementation of the resume rule.
+
+type mount struct {
+	pattern string
+	handler http.Handler
+}
+
+// Mount routes pattern (http.ServeMux syntax) to h, behind the gateway's
+// logging, CORS and connection limits. It must be called before Handler.
+func (s *Server) Mount(pattern string, h http.Handler) {
+	s.mounts = append(s.mounts, mount{pattern, h})
+}
+
+// Caller authenticates an API request as the JSON endpoints of section 5 do:
+// a bearer token (or, in anonymous mode, an API key or the session cookie),
+// an allowed Origin on a cookie write, the per-user rate. It sets a new or
+// renewed session cookie on w. The error carries a task.Code.
+func (s *Server) Caller(w http.ResponseWriter, r *http.Request) (string, error) {
+	id, err := s.auth.authenticate(r, false)
+	if err != nil {
+		return "", err
+	}
+	if id.viaCookie && r.Method != http.MethodGet && r.Method != http.MethodHead {
+		if o := r.Header.Get("Origin"); o == "" || !originAllowed(o, s.cfg.AllowedOrigins, r.Host) {
+			return "", task.Errorf(task.CodeForbidden, "a cookie-authenticated write needs an allowed Origin")
+		}
+	}
+	if id.newCookie != nil {
+		http.SetCookie(w, id.newCookie)
+	}
+	if !s.limit.allow(id.user) {
+		s.metrics.rateLimited.Inc()
+		return "", task.Errorf(task.CodeRateLimited, "too many requests; slow down")
+	}
+	return id.user, nil
+}
+
+// Submit is the submit of section 4 (created, found, or retried), with the
+// dispatch and the announcement to the user's tabs.
+func (s *Server) Submit(ctx context.Context, user string, req task.SubmitRequest) (task.SubmitResult, error) {
+	return s.submit(ctx, user, req)
+}
+
+// Task reads a task of the user.
+func (s *Server) Task(ctx context.Context, user, taskID string) (task.Task, error) {
+	return s.store.Get(ctx, user, taskID)
+}
+
+// Cancel is the cancel of section 4: it waits (bounded) for a running task's
+// runner to write the cancelled status.
+func (s *Server) Cancel(ctx context.Context, user, taskID string) (task.Task, error) {
+	return s.cancelTask(ctx, user, taskID)
+}
+
+// History is a page of a conversation's messages, oldest first.
+func (s *Server) History(ctx context.Context, user, conversationID string, p task.Page) ([]task.Message, string, error) {
+	return s.store.History(ctx, user, conversationID, p)
+}
+
+// LogError logs an error of a mounted handler as the gateway's own are.
+func (s *Server) LogError(what string, err error) { s.logError(what, err) }
+
+// Update is one thing a Watch delivers: a snapshot (the first, or a resync
+// when the log could not close a gap), or the next event after it in
+// (attempt, seq) order.
+type Update struct {
+	Snapshot *task.Task
+	Event    task.Event
+}
+
+// ErrSlow ends a Watch whose reader fell a queue behind (as 1013 ends a tab).
+var ErrSlow = task.Errorf(task.CodeUnavailable, "the client fell too far behind; resume the stream")
+
+// Watch follows one task for a mounted encoder: first a snapshot, then every
+// event after it, exactly once and in order, with the follower of the
+// WebSocket and SSE paths. It counts as one of the user's open tabs.
+type Watch struct {
+	s    *Server
+	f    *follower
+	user string
+
+	mu      sync.Mutex
+	queue   []Update
+	bytes   int
+	max     int
+	slow    bool
+	ended   bool
+	wake    chan struct{}
+	room    chan struct{}
+	release sync.Once
+}
+
+// Watch attaches to a task of the user. It fails with not_found for a task
+// the user does not have, rate_limited past the user's open tabs and
+// unavailable when the bus is away. Close it when done.
+func (s *Server) Watch(ctx context.Context, user, taskID string) (*Watch, error) {
+	if !s.tabs.acquire(user) {
+		s.metrics.limitRefusals.WithLabelValues(limitTabs).Inc()
+		return nil, task.Errorf(task.CodeRateLimited,
+			"too many open streams for this user on this server (%d); close some", s.cfg.MaxTabsPerUser)
+	}
+	w := &Watch{s: s, user: user, max: s.cfg.QueueBytes, wake: make(chan struct{}, 1), room: make(chan struct{}, 1)}
+	s.streams.Add(1)
+	s.metrics.sseStreams.Inc()
+	f := newFollower(ctx, s.hub, taskID, w, func(ctx context.Context) (task.Task, error) {
+		return s.store.Get(ctx, user, taskID)
+	})
+	if err := s.hub.attach(f); err != nil {
+		w.done()
+		s.log.Warn("watch: attach", "task_id", taskID, "err", err)
+		return nil, task.Unavailable("event bus", err)
+	}
+	t, err := s.store.Get(ctx, user, taskID)
+	if err != nil {
+		f.stop()
+		w.done()
+		return nil, err
+	}
+	w.f = f
+	// The catch-up waits for the reader between batches, so it runs while
+	// the caller reads.
+	go f.start(t, nil, true)
+	return w, nil
+}
+
+// Next returns the next update, waiting for it. After the terminal event of
+// an attempt, or a terminal snapshot, it returns io.EOF-like errEnded; a
+// reader that fell behind gets ErrSlow; the gateway's shutdown, unavailable.
+func (w *Watch) Next(ctx context.Context) (Update, error) {
+	for {
+		w.mu.Lock()
+		if len(w.queue) > 0 {
+			u := w.queue[0]
+			w.queue[0] = Update{}
+			w.queue = w.queue[1:]
+			w.bytes -= updateSize(u)
+			if w.bytes <= w.max/2 {
+				select {
+				case w.room <- struct{}{}:
+				default:
+				}
+			}
+			w.mu.Unlock()
+			return u, nil
+		}
+		slow, ended := w.slow, w.ended
+		w.mu.Unlock()
+		switch {
+		case slow:
+			return Update{}, ErrSlow
+		case ended:
+			return Update{}, ErrEnded
+		}
+		select {
+		case <-ctx.Done():
+			return Update{}, ctx.Err()
+		case <-w.s.ctx.Done():
+			return Update{}, task.Errorf(task.CodeUnavailable, "the server is restarting; resume the stream")
+		case <-w.wake:
+		}
+	}
+}
+
+// ErrEnded: the attempt ended and everything up to its end was delivered.
+var ErrEnded = errors.New("stream ended")
+
+// Close detaches the watch; the task goes on.
+func (w *Watch) Close() {
+	w.f.stop()
+	w.done()
+}
+
+func (w *Watch) done() {
+	w.release.Do(func() {
+		w.s.tabs.release(w.user)
+		w.s.metrics.sseStreams.Dec()
+		w.s.streams.Done()
+	})
+}
+
+func updateSize(u Update) int {
+	if u.Snapshot != nil {
+		return 256 + len(u.Snapshot.Output)
+	}
+	return 128 + len(u.Event.Text)
+}
+
+// push queues an update; it reports false once the watch is over.
+func (w *Watch) push(u Update, last bool) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.slow || w.ended {
+		return false
+	}
+	if w.bytes+updateSize(u) > w.max {
+		w.slow = true
+		w.queue, w.bytes = nil, 0
+		w.s.metrics.queueDrops.Inc()
+	} else {
+		w.queue = append(w.queue, u)
+		w.bytes += updateSize(u)
+		w.ended = last
+	}
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	return !w.slow && !last
+}
+
+func (w *Watch) sendSnapshot(t task.Task, _ []byte) bool {
+	return w.push(Update{Snapshot: &t}, t.Status.Terminal())
+}
+
+func (w *Watch) sendEvent(m Msg) bool {
+	e, err := protocol.DecodeEvent(m.Data)
+	if err != nil {
+		// The bus decoded it once already; a copy that does not decode
+		// again is a bug, and the reader resyncs from a fresh stream.
+		w.s.log.Error("watch: decode event", "task_id", m.Event.TaskID, "seq", m.Event.Seq, "err", err)
+		w.mu.Lock()
+		w.slow = true
+		w.mu.Unlock()
+		return false
+	}
+	return w.push(Update{Event: e}, e.Terminal())
+}
+
+func (w *Watch) waitRoom(ctx context.Context) {
+	for {
+		w.mu.Lock()
+		ok := w.bytes <= w.max/2 || w.slow || w.ended
+		w.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.room:
+		}
+	}
+}
