@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tether-dev/tether/internal/compat"
 	"github.com/tether-dev/tether/internal/config"
 	"github.com/tether-dev/tether/internal/gateway"
 	"github.com/tether-dev/tether/internal/gateway/natsgateway"
@@ -148,6 +149,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", c.Addr, err)
 	}
+	// The APIs apps already use (PROTOCOL.md section 11), over the same core.
+	compat.Mount(gw, compat.Config{})
 	hs := gw.HTTPServer(c.IdleTimeout)
 	fmt.Fprintf(stdout, "Tether gateway listening on http://%s\n", displayAddr(ln.Addr()))
 
