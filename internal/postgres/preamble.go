@@ -27,6 +27,15 @@ func checkPreamble(p *task.Preamble) (*task.Preamble, error) {
 		return nil, task.Errorf(task.CodeInvalid, "preamble: at most %d items, not %d",
 			task.MaxPreambleItems, len(p.Items))
 	}
+	// The JSON holds every text whole, so texts over the limit are refused
+	// before anything is walked or encoded.
+	size := len(p.Instructions)
+	for _, it := range p.Items {
+		size += len(it.Text)
+	}
+	if size > task.MaxPreambleBytes {
+		return nil, errPreambleTooLarge()
+	}
 	for i, it := range p.Items {
 		switch it.Role {
 		case task.ItemUser, task.ItemAssistant, task.ItemSystem, task.ItemDeveloper:
@@ -41,32 +50,29 @@ func checkPreamble(p *task.Preamble) (*task.Preamble, error) {
 	if !isText(p.Instructions) {
 		return nil, task.Errorf(task.CodeInvalid, "preamble: instructions must be UTF-8 text without NUL")
 	}
-	// Postgres stores no NUL in jsonb, and encoding/json would replace
-	// invalid UTF-8 silently: every other string is checked the same way.
-	if !isText(p.API) || !isText(p.Model) {
-		return nil, task.Errorf(task.CodeInvalid, "preamble: api and model must be UTF-8 text without NUL")
-	}
-	for k, v := range p.Metadata {
-		if !isText(k) || !isText(v) {
-			return nil, task.Errorf(task.CodeInvalid, "preamble: metadata must be UTF-8 text without NUL")
-		}
+	// Postgres keeps no NUL in jsonb, and encoding/json would replace
+	// invalid UTF-8 silently: every other string (model, metadata, option
+	// names, and any field the preamble gains) is checked the same way.
+	if !allText(reflect.ValueOf(*p)) {
+		return nil, task.Errorf(task.CodeInvalid, "preamble: every text must be UTF-8 without NUL")
 	}
 	for k, v := range p.Options {
-		if !isText(k) {
-			return nil, task.Errorf(task.CodeInvalid, "preamble: option names must be UTF-8 text without NUL")
-		}
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return nil, task.Errorf(task.CodeInvalid, "preamble: option %q must be a finite number", k)
 		}
 	}
 	b, err := encodePreamble(p)
 	if err != nil {
-		return nil, err
+		return nil, task.Errorf(task.CodeInvalid, "preamble cannot be written as JSON")
 	}
 	if len(b) > task.MaxPreambleBytes {
-		return nil, task.Errorf(task.CodeTooLarge, "preamble is over %d bytes of JSON", task.MaxPreambleBytes)
+		return nil, errPreambleTooLarge()
 	}
 	return decodePreamble(b)
+}
+
+func errPreambleTooLarge() error {
+	return task.Errorf(task.CodeTooLarge, "preamble is over %d bytes of JSON", task.MaxPreambleBytes)
 }
 
 // encodePreamble is the JSON stored for p: nil (SQL NULL) for nil. HTML
@@ -95,6 +101,36 @@ func decodePreamble(b []byte) (*task.Preamble, error) {
 		return nil, fmt.Errorf("decode preamble: %w", err)
 	}
 	return p, nil
+}
+
+// allText reports whether every string in v (fields, elements, map keys
+// and values, all the way down) is text Postgres can keep (isText).
+func allText(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.String:
+		return isText(v.String())
+	case reflect.Pointer, reflect.Interface:
+		return v.IsNil() || allText(v.Elem())
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if !allText(v.Field(i)) {
+				return false
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			if !allText(v.Index(i)) {
+				return false
+			}
+		}
+	case reflect.Map:
+		for it := v.MapRange(); it.Next(); {
+			if !allText(it.Key()) || !allText(it.Value()) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // samePreamble reports whether two preambles, each as a read returns it

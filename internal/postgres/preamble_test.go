@@ -153,6 +153,18 @@ func TestPreambleIsPartOfASubmitsIdentity(t *testing.T) {
 	if res, err := s.Submit(ctx, submitReq("alice", bareTask.Task.ID, bareTask.Task.ConversationID, "q", emptied)); err != nil || res.Created {
 		t.Fatalf("repeat with empty lists for missing ones: %+v %v", res, err)
 	}
+	// Numbers come back from jsonb as the same float64s, whatever their size.
+	extreme := func() *task.Preamble {
+		return &task.Preamble{API: "responses", Options: map[string]float64{"huge": 1e300, "tiny": 5e-324,
+			"tenth": 0.1, "third": 1.0 / 3, "negative zero": math.Copysign(0, -1), "big int": 1 << 62}}
+	}
+	numbers, err := s.Submit(ctx, submitReq("alice", newID(), newID(), "q", extreme()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := s.Submit(ctx, submitReq("alice", numbers.Task.ID, numbers.Task.ConversationID, "q", extreme())); err != nil || res.Created {
+		t.Fatalf("repeat with extreme numbers: %+v %v", res, err)
+	}
 	rows := rowCounts(t, s)
 
 	other := func(edit func(p *task.Preamble)) *task.Preamble {
@@ -269,6 +281,8 @@ func TestPreambleIsChecked(t *testing.T) {
 		{"large items", &task.Preamble{Items: []task.PreambleItem{
 			{Role: "user", Text: strings.Repeat("q", task.MaxPreambleBytes/2)},
 			{Role: "assistant", Text: strings.Repeat("a", task.MaxPreambleBytes/2)}}}, task.CodeTooLarge},
+		{"a huge text", &task.Preamble{Instructions: strings.Repeat("i", 8<<20)}, task.CodeTooLarge},
+		{"large metadata", &task.Preamble{Metadata: map[string]string{"k": strings.Repeat("m", task.MaxPreambleBytes)}}, task.CodeTooLarge},
 	}
 	rows := rowCounts(t, s)
 	for _, tc := range cases {
