@@ -79,8 +79,8 @@ type contentPart struct {
 }
 
 type responseUsage struct {
-	InputTokens         int `json:"input_tokens"`
-	InputTokensDetails  struct {
+	InputTokens        int `json:"input_tokens"`
+	InputTokensDetails struct {
 		CachedTokens int `json:"cached_tokens"`
 	} `json:"input_tokens_details"`
 	OutputTokens        int `json:"output_tokens"`
@@ -404,6 +404,10 @@ func (e *responsesEncoder) emit(out *sseWriter, seq int64, v interface{ setSeq(i
 }
 
 func (e *responsesEncoder) update(out *sseWriter, t *task.Task, kept int) (bool, error) {
+	if t.Status.Terminal() && e.last > int64(openingEvents+len(t.Output)) {
+		// The client is past the deltas, among the closing events.
+		e.sent = min(e.sent, len(t.Output))
+	}
 	if kept < e.sent && e.last >= openingEvents {
 		// A new attempt started over below what the client has.
 		err := e.emit(out, e.last+1, &errorEvent{Type: "error", Code: "restarted", Message: restartMessage})

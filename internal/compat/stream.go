@@ -24,36 +24,31 @@ type answer struct {
 // client was sent is known to be lost.
 const unbounded = int(^uint(0) >> 1)
 
-// apply folds u and returns how many bytes of the answer as it stood before
-// it are still its start: all of them for the next event, the kept prefix
-// for a newer attempt (a new attempt that starts over keeps 0), -1 for an
-// event that does not follow (a gap the follower should have closed).
+// apply folds u and returns how many bytes of the answer are known to be
+// unchanged by it: unbounded within an attempt (the answer only grows,
+// though a snapshot may lag what a resuming client already has), the kept
+// prefix when a newer attempt begins (0 when it starts over), the whole
+// answer for a first snapshot of a finished task, and -1 for an event that
+// does not follow (a gap the follower should have closed).
 func (a *answer) apply(u gateway.Update) int {
-	prev := len(a.t.Output)
 	if s := u.Snapshot; s != nil {
-		var kept int
+		kept := unbounded
 		switch {
 		case !a.has && s.Status.Terminal():
 			kept = len(s.Output)
-		case !a.has:
-			kept = unbounded
-		case s.Attempt != a.t.Attempt:
-			kept = min(prev, s.Keep)
-		default:
-			kept = min(prev, len(s.Output))
+		case a.has && s.Attempt != a.t.Attempt:
+			kept = s.Keep
 		}
 		a.t, a.has = *s, true
 		return kept
 	}
 	switch a.t.Apply(u.Event) {
-	case task.StepNext:
-		return prev
 	case task.StepStart:
-		return min(prev, u.Event.Keep)
-	case task.StepRepeat, task.StepStale:
-		return prev
+		return u.Event.Keep
+	case task.StepGap:
+		return -1
 	}
-	return -1
+	return unbounded
 }
 
 // encoder turns the answer into one API's stream. update is called after

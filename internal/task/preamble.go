@@ -25,6 +25,9 @@ type Preamble struct {
 	Metadata map[string]string `json:"metadata,omitempty"`
 	// Background is the Responses API's background flag, echoed back.
 	Background bool `json:"background,omitempty"`
+	// PreviousResponseID is the Responses API's previous_response_id,
+	// echoed back.
+	PreviousResponseID string `json:"previous_response_id,omitempty"`
 	// Options are sampling fields the engine may use where it can
 	// (temperature, top_p, max_output_tokens, ...), by their API names.
 	Options map[string]float64 `json:"options,omitempty"`
