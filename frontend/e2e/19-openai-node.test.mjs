@@ -35,6 +35,7 @@ import {
   ruleSeq,
   shape,
   taskIdOfKey,
+  uuidv5,
 } from './openai-helpers.mjs';
 
 /** A seeded generator, so a failing cut point can be run again (SEED=... in the environment). */
@@ -54,7 +55,15 @@ const textOf = (r) => r?.output?.[0]?.content?.[0]?.text ?? '';
 
 describe('19 openai client (node)', () => {
   let sys;
-  const tasksOf = async (c) => Number((await sys.rows(`SELECT count(*) FROM tasks WHERE user_id = '${c.user}'`))[0][0]);
+  /** The user id the server gave a client's API key, read from one of its tasks. */
+  const learnUser = async (c, taskId) => {
+    const [[u]] = await sys.rows(`SELECT user_id FROM tasks WHERE id = '${taskId}'`);
+    c.userId = u;
+  };
+  const tasksOf = async (c) => {
+    assert.ok(c.userId, 'the user id is known');
+    return Number((await sys.rows(`SELECT count(*) FROM tasks WHERE user_id = '${c.userId}'`))[0][0]);
+  };
 
   before(async () => {
     sys = await startSystem('19-openai', { runners: 2 });
@@ -69,7 +78,8 @@ describe('19 openai client (node)', () => {
     const full = streamText(N);
     const liveEvents = 4 + N + 4;
     const results = [];
-    const anyN = []; // resumes from numbers no stream sent (inside a token)
+    const anyN = []; // resumes from numbers of the rule, also ones no stream sent (inside a token)
+    const numberFailures = [];
     let liveRef = null;
 
     /** Opens a stream (or takes one), reads k events, aborts, resumes from the last number seen, reads to the end. */
@@ -172,29 +182,41 @@ describe('19 openai client (node)', () => {
       const replay = await readAll(await c.responses.retrieve(id, { stream: true }));
       reference(replay, `task ${id}: a replay from 0 after the end`);
       for (let j = 0; j < 6; j++) results.push(await cutResume(id, () => c.responses.retrieve(id, { stream: true }), randInt(0, replay.length), 'finished', finishedAt));
-      // Any number, also one inside a token: the deltas after N join to the bytes from N-3 on.
+      // Any number, also one inside a token: the deltas after N join to the bytes from N-3 on;
+      // at or past the terminal event, nothing. Task 0 tries every closing number.
       const L = bytes(full);
-      for (let j = 0; j < (ti === 0 ? 4 : 2); j++) {
-        const n = j === 0 ? L + 7 : j === 1 ? randInt(-1, 3) : randInt(4, L + 6);
+      const ns = ti === 0 ? [L + 3, L + 4, L + 5, L + 6, L + 7, L + 8] : [randInt(-1, 3), randInt(4, L + 2)];
+      for (const n of ns) {
         const evs = await readAll(await c.responses.retrieve(id, { stream: true, starting_after: n }));
-        const what = `task ${id}: starting_after ${n}`;
-        assert.ok(
-          evs.every((e) => e.sequence_number > n),
-          `${what}: only later events (${evs.map((e) => e.sequence_number).join(',')})`,
-        );
-        const startBytes = Math.max(0, Math.min(L, n - 3));
-        const text = checkNumbering(evs, full, { startBytes, what });
-        assert.equal(text, full.slice(startBytes), `${what}: the text from byte ${startBytes}`);
-        const wantTypes = COMPLETED_SHAPE.filter((ty) => ty !== 'delta*' && ruleSeq(ty, 0, full) > n);
-        assert.deepEqual(
-          evs.filter((e) => e.type !== 'response.output_text.delta').map((e) => e.type),
-          wantTypes,
-          `${what}: the events numbered above it`,
-        );
+        const what = `task ${id}: starting_after ${n} (L ${L})`;
         anyN.push(n);
+        try {
+          assert.ok(
+            evs.every((e) => e.sequence_number > n),
+            `${what}: only later events (${evs.map((e) => e.sequence_number).join(',')})`,
+          );
+          const startBytes = Math.max(0, Math.min(L, n - 3));
+          const text = checkNumbering(evs, full, { startBytes, what });
+          assert.equal(text, full.slice(startBytes), `${what}: the text from byte ${startBytes}`);
+          const wantTypes = COMPLETED_SHAPE.filter((ty) => ty !== 'delta*' && ruleSeq(ty, 0, full) > n);
+          assert.deepEqual(
+            evs.filter((e) => e.type !== 'response.output_text.delta').map((e) => e.type),
+            wantTypes,
+            `${what}: the events numbered above it`,
+          );
+        } catch (err) {
+          numberFailures.push(`${err.message.split('\n')[0]} — got ${evs.map((e) => `${e.sequence_number}:${e.type}${e.code ? `(${e.code})` : ''}`).join(' ')}`);
+        }
       }
     }
-    for (const r of results) check(r);
+    const failures = [];
+    for (const r of results) {
+      try {
+        check(r);
+      } catch (err) {
+        failures.push({ r, msg: err.message.split('\n')[0] });
+      }
+    }
 
     const cuts = results.length;
     const resumedRunning = results.filter((r) => r.t0 < r.finishedAt);
@@ -203,18 +225,40 @@ describe('19 openai client (node)', () => {
     const inFirstFour = results.filter((r) => r.before.length <= 3).length;
     const empty = results.filter((r) => r.first === null).length;
     const f = (x) => x.toFixed(1);
+    const exact = cuts - failures.length;
     const line =
-      `FIGURES openai-node responses-resume: ${cuts}/${cuts} cut points exact (seed ${seed}; ${resumedRunning.length} resumed while running, ` +
-      `${cuts - resumedRunning.length} after the end, ${inFirstFour} cut within the first four events, ${empty} resumed at the end with nothing left); ` +
-      `${anyN.length} resumes from arbitrary numbers exact; resumed first-event latency p50 ${f(pct(lat, 50))} ms p99 ${f(pct(lat, 99))} ms (n ${lat.length}), ` +
+      `FIGURES openai-node responses-resume: ${exact}/${cuts} cut points exact (seed ${seed}; ${resumedRunning.length} resumed while running, ` +
+      `${cuts - resumedRunning.length} after the end, ${inFirstFour} cut within the first four events, ${empty} resumed with nothing left); ` +
+      `${anyN.length - numberFailures.length}/${anyN.length} resumes from chosen numbers exact; resumed first-event latency p50 ${f(pct(lat, 50))} ms p99 ${f(pct(lat, 99))} ms (n ${lat.length}), ` +
       `finished tasks only p50 ${f(pct(latFinished, 50))} ms p99 ${f(pct(latFinished, 99))} ms (n ${latFinished.length}); ${((performance.now() - started) / 1000).toFixed(1)} s`;
     console.log(line);
     t.diagnostic(line);
+    // Exact cut points by kind: resumed while the answer ran or after it ended, and the last event before the cut.
+    const kinds = new Map();
+    const failed = new Set(failures.map((x) => x.r));
+    for (const r of results) {
+      const lastType = r.before.length ? r.before[r.before.length - 1].type.replace('response.', '') : 'nothing';
+      const kind = `${r.t0 < r.finishedAt ? 'running' : 'finished'}, cut after ${lastType}`;
+      const k = kinds.get(kind) ?? { exact: 0, all: 0 };
+      k.all++;
+      if (!failed.has(r)) k.exact++;
+      kinds.set(kind, k);
+    }
+    const byKind = [...kinds].sort().map(([kind, k]) => `${kind} ${k.exact}/${k.all}`).join('; ');
+    console.log(`FIGURES openai-node responses-resume by kind (exact/all): ${byKind}`);
+    t.diagnostic(`by kind (exact/all): ${byKind}`);
+    for (const x of failures.slice(0, 8)) {
+      const lastType = x.r.before.length ? x.r.before[x.r.before.length - 1].type : '(none)';
+      t.diagnostic(`cut after ${x.r.before.length} events (the last ${lastType}): ${x.msg}; resumed: ${x.r.after.map((e) => `${e.sequence_number}:${e.type}${e.code ? `(${e.code})` : ''}`).join(' ')}`);
+    }
+    for (const m of numberFailures) t.diagnostic(m);
     assert.ok(cuts >= 50, `at least 50 cut points (${cuts})`);
     for (const k of [0, 1, 2, 3]) assert.ok(results.some((r) => r.before.length === k), `a cut after ${k} events`);
+    assert.equal(failures.length, 0, `${failures.length} of ${cuts} cut points not exact; the first: ${failures[0]?.msg}`);
+    assert.equal(numberFailures.length, 0, `${numberFailures.length} of ${anyN.length} chosen starting_after numbers not exact; the first: ${numberFailures[0]}`);
   });
 
-  test('2. responses.stream({response_id}) replays the events of the live stream', { timeout: 60_000 }, async () => {
+  test('2. responses.stream({response_id}) replays the events of the live stream', { timeout: 60_000 }, async (t) => {
     const c = newClient(sys);
     const N = 60;
     const full = streamText(N);
@@ -250,18 +294,32 @@ describe('19 openai client (node)', () => {
       assert.equal(h.final.output_text, full, `${what}: finalResponse().output_text`);
       for (const d of h.snapshots) assert.equal(d.snapshot, full.slice(0, d.seq - 3), `${what}: the helper's snapshot at delta ${d.seq}`);
     }
+    const deltas = (evs) => evs.filter((e) => e.type === 'response.output_text.delta').length;
+    t.diagnostic(`deltas: live ${deltas(liveEvents)}, helper while running ${deltas(running.events)}, helper after the end ${deltas(finished.events)} (a replay may join deltas, section 11.1)`);
+
+    // With starting_after the helper asks for the whole replay (no starting_after on the wire) and drops
+    // the events numbered up to K itself. An app that had the text up to K appends what it emits.
+    const asked = c.sent.filter((x) => x.url.includes(`/responses/${id}`)).map((x) => new URL(x.url).search);
+    t.diagnostic(`the helper's requests: ${asked.join(' ')}`);
     assert.ok(
       fromK.events.every((e) => e.sequence_number > K),
       'starting_after: the helper emits only later events',
     );
-    assert.equal(fromK.events.filter((e) => e.type === 'response.output_text.delta').map((e) => e.delta).join(''), full.slice(K - 3), 'starting_after: the text after it');
     assert.equal(fromK.final.output_text, full, 'starting_after: finalResponse() still whole');
+    const fromKText = fromK.events.filter((e) => e.type === 'response.output_text.delta').map((e) => e.delta).join('');
+    assert.equal(
+      fromKText,
+      full.slice(K - 3),
+      `responses.stream({response_id, starting_after: ${K}}) emits the text after ${K} (an app appends it to the ${K - 3} bytes it had); ` +
+        `it emitted deltas ${fromK.events.filter((e) => e.type === 'response.output_text.delta').map((e) => `${e.sequence_number}:${bytes(e.delta)}B`).join(' ')}`,
+    );
   });
 
   test('3. Idempotency-Key: one key, one task; the same key with another body is a 409', { timeout: 60_000 }, async (t) => {
     const c = newClient(sys);
     // openai 6.49.0's own `idempotencyKey` option puts nothing on the wire.
-    await c.responses.create({ model: 'demo', input: '/stream 2 0', background: true }, { idempotencyKey: 'option-only' });
+    const o = await c.responses.create({ model: 'demo', input: '/stream 2 0', background: true }, { idempotencyKey: 'option-only' });
+    await learnUser(c, o.id);
     const sdkKey = c.sent[c.sent.length - 1].headers.get('idempotency-key');
     t.diagnostic(`openai 6.49.0 with { idempotencyKey } alone sends Idempotency-Key: ${sdkKey}`);
     assert.equal(sdkKey, null, 'openai 6.49.0 sends no Idempotency-Key of its own (so idem() sets the header)');
@@ -274,7 +332,6 @@ describe('19 openai client (node)', () => {
     const b = await c.responses.create(body1, idem(k1));
     assert.equal(c.sent[c.sent.length - 1].headers.get('idempotency-key'), k1, 'the header went out');
     assert.equal(b.id, a.id, 'the same response');
-    assert.equal(a.id, taskIdOfKey(c.key, k1), 'the task id is UUIDv5(user, key) (docs/protocol.md)');
     assert.equal(await tasksOf(c), n0 + 1, 'one task');
     assert.deepEqual(await sys.rows(`SELECT count(*) FROM tasks WHERE id = '${a.id}'`), [['1']]);
     assert.deepEqual(b.metadata, { case: 'two-posts' });
@@ -367,6 +424,8 @@ describe('19 openai client (node)', () => {
 
   test('6. Chat Completions: a cut stream posted again with its key replays the completion; non-stream; usage', { timeout: 60_000 }, async () => {
     const c = newClient(sys);
+    const one = await c.chat.completions.create({ model: 'demo', messages: [{ role: 'user', content: '/stream 1 0' }] });
+    await learnUser(c, one.id.slice('chatcmpl-'.length));
     const n0 = await tasksOf(c);
     const key = crypto.randomUUID();
     const body = { model: 'demo', messages: [{ role: 'user', content: '/stream 150 10' }], stream: true };
@@ -422,7 +481,7 @@ describe('19 openai client (node)', () => {
 
   test('8. bad input: an OpenAI-shaped error, nothing created', { timeout: 60_000 }, async () => {
     const c = newClient(sys);
-    await c.responses.create({ model: 'demo', input: '/stream 1 0' });
+    await learnUser(c, (await c.responses.create({ model: 'demo', input: '/stream 1 0' })).id);
     const n0 = await tasksOf(c);
     const raw = (path, body) =>
       fetch(`${sys.base}${path}`, { method: 'POST', headers: { authorization: `Bearer ${c.key}`, 'content-type': 'application/json' }, body });
@@ -478,6 +537,20 @@ describe('19 openai client (node)', () => {
     assert.ok(ok.id);
     assert.equal(await tasksOf(c), n1 + 1);
     await c.responses.cancel(ok.id).catch(() => undefined);
+  });
+
+  test('10. the ids docs/protocol.md derives: the anonymous user of a key, the task of an Idempotency-Key, the own conversation', { timeout: 30_000 }, async () => {
+    const c = newClient(sys);
+    const k = `docs-${crypto.randomBytes(6).toString('hex')}`;
+    const r = await c.responses.create({ model: 'demo', input: '/stream 1 0' }, idem(k));
+    await learnUser(c, r.id);
+    assert.equal(r.conversation?.id, uuidv5(`${r.id}\nconversation`), 'a new task`s own conversation: UUIDv5(task id, conversation)');
+    const problems = [];
+    if (c.userId !== c.user) problems.push(`the user of API key ${JSON.stringify(c.key)} is ${c.userId}; docs/protocol.md (Keys) gives key-<first 32 hex of SHA-256(value)> = ${c.user}`);
+    const want = taskIdOfKey(c.key, k);
+    const wantWithServersUser = uuidv5(`${c.userId}\n${k}`);
+    if (r.id !== wantWithServersUser) problems.push(`the task of Idempotency-Key ${JSON.stringify(k)} is ${r.id}; docs/protocol.md gives UUIDv5("<user id>\\n<key>") = ${wantWithServersUser} (with the documented user id: ${want})`);
+    assert.deepEqual(problems, [], 'the ids are derived as documented');
   });
 });
 
