@@ -142,7 +142,10 @@ func bearer(r *http.Request) (string, bool) {
 	if h == "" {
 		return "", false
 	}
-	tok, _ := strings.CutPrefix(h, "Bearer ")
+	tok, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok {
+		return "", true // not a bearer header: refused, never ignored
+	}
 	return strings.TrimSpace(tok), true
 }
 
