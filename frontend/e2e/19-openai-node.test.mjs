@@ -365,6 +365,31 @@ describe('19 openai client (node)', () => {
     assert.equal(await tasksOf(c), n0 + 2, 'nothing created by the conflicts');
   });
 
+  test('3b. the SDK retries a POST that timed out: with the key in its headers, one task', { timeout: 60_000 }, async (t) => {
+    // The SDK's own retry (after its timeout) sends the request's headers again, so a key set there holds.
+    const c = newClient(sys, { maxRetries: 2, timeout: 400 });
+    const key = crypto.randomUUID();
+    const r = await c.responses.create({ model: 'demo', input: '/stream 30 20' }, idem(key));
+    const posts = c.sent.filter((x) => x.method === 'POST');
+    assert.ok(posts.length >= 2, `the SDK retried (${posts.length} POSTs)`);
+    assert.ok(posts.every((x) => x.headers.get('idempotency-key') === key), 'every try carried the key');
+    assert.equal(r.id, key);
+    assert.equal(r.status, 'completed');
+    assert.equal(r.output_text, streamText(30));
+    await learnUser(c, key);
+    assert.equal(await tasksOf(c), 1, 'one task for all the tries');
+
+    // Without it (the SDK's idempotencyKey option alone puts nothing on the wire) every try is a task of its own.
+    const d = newClient(sys, { maxRetries: 2, timeout: 400 });
+    const first = await d.responses.create({ model: 'demo', input: '/stream 1 0' });
+    await learnUser(d, first.id);
+    const n0 = await tasksOf(d);
+    const err = await d.responses.create({ model: 'demo', input: '/stream 60 20' }, { idempotencyKey: 'option-only' }).catch((e) => e);
+    const tries = d.sent.filter((x) => x.method === 'POST').length - 1;
+    await waitUntil(async () => (await tasksOf(d)) - n0 >= tries, { timeout: T.short, what: 'the tries seen as tasks' });
+    t.diagnostic(`openai 6.49.0, maxRetries 2, timeout 400 ms, no Idempotency-Key header: ${tries} POSTs made ${(await tasksOf(d)) - n0} tasks (${err?.constructor?.name ?? 'answered'})`);
+  });
+
   test('4. cancel: a running response is cancelled, twice the same; a finished one is returned unchanged', { timeout: 60_000 }, async () => {
     const c = newClient(sys);
     const r = await c.responses.create({ model: 'demo', input: '/stream 300 20', background: true });
