@@ -108,7 +108,7 @@ func (c *Config) settings() []setting {
 			value:  secretStr(&c.CursorKey, 32)},
 		{env: "TETHER_ALLOWED_ORIGINS", flag: "allowed-origins", users: Gateway,
 			defDoc: "the gateway's own host",
-			doc:    "comma-separated exact origins allowed for WebSocket upgrades and cookie writes",
+			doc:    "comma-separated exact origins allowed for WebSocket upgrades, cookie writes and CORS (section 11); set, it replaces the default, so list the gateway's own origin too",
 			value:  list(&c.AllowedOrigins)},
 		{env: "TETHER_TRUSTED_PROXIES", flag: "trusted-proxies", users: Gateway,
 			defDoc: "none",
