@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tether-dev/tether/internal/task"
 )
@@ -16,11 +17,18 @@ import (
 // earlier items of context.
 const maxBodyBytes = 1 << 20
 
+// bodyTimeout bounds reading a request's body, so a client that sends it
+// slowly cannot hold a handler; a stream that follows has no read deadline.
+const bodyTimeout = 30 * time.Second
+
 // decodeBody reads a JSON object into v. A field of the wrong JSON type is
 // a 400 that names it; unknown fields are ignored, as the OpenAI APIs add
 // fields often and clients send them.
-func decodeBody(r *http.Request, v any) error {
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(bodyTimeout))
 	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBodyBytes))
+	_ = rc.SetReadDeadline(time.Time{})
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {

@@ -133,7 +133,7 @@ func jsonEscape(s string) string {
 // createChatCompletion is POST /v1/chat/completions.
 func (a *api) createChatCompletion(w http.ResponseWriter, r *http.Request, user string) error {
 	var body chatRequest
-	if err := decodeBody(r, &body); err != nil {
+	if err := decodeBody(w, r, &body); err != nil {
 		return err
 	}
 	req, usage, err := parseChat(body)

@@ -213,7 +213,7 @@ func usageOf(t *task.Task) (in, out int) {
 // createResponse is POST /v1/responses.
 func (a *api) createResponse(w http.ResponseWriter, r *http.Request, user string) error {
 	var body responsesRequest
-	if err := decodeBody(r, &body); err != nil {
+	if err := decodeBody(w, r, &body); err != nil {
 		return err
 	}
 	req, err := parseResponses(body)

@@ -77,7 +77,7 @@ func uiText(param string, raw json.RawMessage) (uiMessage, string, error) {
 // postChat is POST /v1/chat: a new message, or a new version of an answer.
 func (a *api) postChat(w http.ResponseWriter, r *http.Request, user string) error {
 	var body chatPost
-	if err := decodeBody(r, &body); err != nil {
+	if err := decodeBody(w, r, &body); err != nil {
 		return err
 	}
 	if body.ID == nil || *body.ID == "" {
