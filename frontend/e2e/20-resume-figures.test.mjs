@@ -10,7 +10,8 @@
 // Each cut: a stream read to a random point and aborted, then a new stream
 // read to the end, which must give exactly the demo answer; one task per
 // turn. It prints FIGURES lines: cut points exact, and the first-event
-// latency of the resumed streams.
+// latency of the resumed streams. 20b: regenerate makes a version that
+// /messages follows, and the cancel endpoint stops a running answer.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import path from 'node:path';
@@ -161,6 +162,55 @@ test('20. resume exactness: Chat Completions re-posted and the AI SDK transport 
       assert.ok(f.cuts >= 50, `${api}: at least 50 cut points`);
       assert.equal(f.exact, f.cuts);
     }
+  } finally {
+    await sys.stop();
+  }
+});
+
+test('20b. the AI SDK transport: regenerate makes a version, /messages follows it, stop is the cancel endpoint', { timeout: 120_000 }, async () => {
+  const sys = await startSystem('20b-regenerate');
+  try {
+    const key = `key-${crypto.randomUUID()}`;
+    const auth = { Authorization: `Bearer ${key}` };
+    const transport = new DefaultChatTransport({ api: `${sys.base}/v1/chat`, headers: auth });
+    const chatId = `chat-${crypto.randomUUID().slice(0, 8)}`; // not a UUID: the server derives one
+    const user = { id: 'u1', role: 'user', parts: [{ type: 'text', text: '/stream 20 2' }] };
+    const first = await readUI(await transport.sendMessages({ chatId, messages: [user], trigger: 'submit-message', messageId: undefined }));
+    assert.equal(first.text, streamText(20));
+    const answerId = first.chunks[0].messageId;
+
+    // The SDK's regenerate: the messages up to the user message, and the
+    // id of the answer it replaces.
+    const again = await readUI(
+      await transport.sendMessages({ chatId, messages: [user], trigger: 'regenerate-message', messageId: answerId }),
+    );
+    assert.equal(again.text, streamText(20));
+    assert.notEqual(again.chunks[0].messageId, answerId, 'the new version is another answer');
+    const msgs = await (await fetch(`${sys.base}/v1/chat/${chatId}/messages`, { headers: auth })).json();
+    assert.deepEqual(
+      msgs.map((m) => [m.role, m.parts[0].text]),
+      [['user', '/stream 20 2'], ['assistant', streamText(20)]],
+      'the current path: one turn, its newest version',
+    );
+    assert.equal(msgs[1].id, again.chunks[0].messageId, '/messages names the answer as its stream did');
+    const rows = await sys.rows(`SELECT count(*), count(DISTINCT conversation_id) FROM tasks`);
+    assert.deepEqual(rows, [['2', '1']], 'two versions, one conversation');
+
+    // A running answer: /messages has it with its text so far and its status;
+    // cancel ends it (the SDK's stop() alone only closes the fetch).
+    const next = { id: 'u2', role: 'user', parts: [{ type: 'text', text: '/stream 400 20' }] };
+    const running = await transport.sendMessages({ chatId, messages: [user, msgs[1], next], trigger: 'submit-message', messageId: undefined });
+    const partial = await readUI(running, 5);
+    const live = await (await fetch(`${sys.base}/v1/chat/${chatId}/messages`, { headers: auth })).json();
+    assert.equal(live.at(-1).metadata.status, 'generating');
+    assert.ok(streamText(400).startsWith(live.at(-1).parts[0].text));
+    assert.ok(partial.text.length > 0);
+    const cancel = await fetch(`${sys.base}/v1/chat/${chatId}/cancel`, { method: 'POST', headers: auth });
+    assert.equal(cancel.status, 200);
+    assert.equal((await cancel.json()).cancelled.length, 1);
+    const [[status]] = await sys.rows(`SELECT status FROM tasks WHERE input = '/stream 400 20'`);
+    assert.equal(status, 'cancelled');
+    assert.equal(await transport.reconnectToStream({ chatId }), null, 'nothing runs: 204');
   } finally {
     await sys.stop();
   }
