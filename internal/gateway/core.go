@@ -36,6 +36,10 @@ func (s *Server) Caller(w http.ResponseWriter, r *http.Request) (string, error) 
 	if err != nil {
 		return "", err
 	}
+	// A cookie-authenticated write must come from an allowed page
+	// (PROTOCOL.md section 1): a foreign Origin is cross-site request
+	// forgery, and a missing one is refused too, since browsers send
+	// Origin on every write and other clients use a bearer token.
 	if id.viaCookie && r.Method != http.MethodGet && r.Method != http.MethodHead {
 		if o := r.Header.Get("Origin"); o == "" || !originAllowed(o, s.cfg.AllowedOrigins, r.Host) {
 			return "", task.Errorf(task.CodeForbidden, "a cookie-authenticated write needs an allowed Origin")

@@ -119,33 +119,15 @@ type apiHandler func(w http.ResponseWriter, r *http.Request, user string) error
 
 func (s *Server) api(h apiHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id, err := s.auth.authenticate(r, false)
+		user, err := s.Caller(w, r)
 		if err != nil {
 			writeError(w, err)
 			return
 		}
-		// A cookie-authenticated write must come from an allowed page
-		// (PROTOCOL.md section 1): a foreign Origin is cross-site request
-		// forgery, and a missing one is refused too, since browsers send
-		// Origin on every write and other clients use a bearer token.
-		if id.viaCookie && r.Method != http.MethodGet && r.Method != http.MethodHead {
-			if o := r.Header.Get("Origin"); o == "" || !originAllowed(o, s.cfg.AllowedOrigins, r.Host) {
-				writeError(w, task.Errorf(task.CodeForbidden, "a cookie-authenticated write needs an allowed Origin"))
-				return
-			}
-		}
 		rc := http.NewResponseController(w)
 		_ = rc.SetReadDeadline(time.Now().Add(requestTimeout))
 		_ = rc.SetWriteDeadline(time.Now().Add(requestTimeout))
-		if id.newCookie != nil {
-			http.SetCookie(w, id.newCookie)
-		}
-		if !s.limit.allow(id.user) {
-			s.metrics.rateLimited.Inc()
-			writeError(w, task.Errorf(task.CodeRateLimited, "too many requests; slow down"))
-			return
-		}
-		if err := h(w, r, id.user); err != nil {
+		if err := h(w, r, user); err != nil {
 			s.logError("http "+r.Method+" "+r.Pattern, err)
 			writeError(w, err)
 		}
