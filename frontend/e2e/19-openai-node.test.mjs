@@ -115,11 +115,12 @@ describe('19 openai client (node)', () => {
       const end = joined[joined.length - 1];
       assert.equal(end.response.status, 'completed', `${what}: the terminal event's response`);
       assert.equal(textOf(end.response), full, `${what}: response.completed carries the whole text`);
-      // The same number for the same event as the live stream gave.
+      // The same number for the same event as the live stream gave (a delta: the live delta ending at the same byte).
+      let at = 0;
       for (const e of joined) {
         if (e.type === 'response.output_text.delta') {
-          const endAt = e.sequence_number - 3;
-          if (liveRef.deltaAt.has(endAt)) assert.equal(liveRef.deltaAt.get(endAt), e.sequence_number);
+          at += bytes(e.delta);
+          if (liveRef.deltaAt.has(at)) assert.equal(e.sequence_number, liveRef.deltaAt.get(at), `${what}: the delta ending at byte ${at} numbered as the live one`);
         } else {
           assert.equal(e.sequence_number, liveRef.byType.get(e.type), `${what}: ${e.type} numbered as the live stream numbers it`);
         }
