@@ -111,7 +111,8 @@ function Chat({ chatId, initial, answerWasRunning }) {
   async function onStop() {
     const last = messages.at(-1);
     if (last?.role === 'assistant') setStopped((s) => new Set(s).add(last.id));
-    await Promise.all([stop(), fetch(chatURL(chatId, 'cancel'), { method: 'POST', credentials: 'include' }).catch(() => undefined)]);
+    const cancel = fetch(chatURL(chatId, 'cancel'), { method: 'POST', credentials: 'include' }).then((r) => r.json()); // {cancelled: [task ids]}
+    await Promise.all([stop(), cancel.catch(() => undefined)]);
   }
 
   return (
