@@ -5,8 +5,10 @@
 // invocation, sides interleaved, it measures the raw baselines: a minimal
 // coder/websocket broadcast fed by the same NATS subject, a bare read loop
 // for idle connections, INSERT … ON CONFLICT through pgx for submits and
-// JetStream asynchronous publishes for long answers. It prints the table
-// and writes docs/BENCHMARKS.md with a plot of latency against load.
+// JetStream asynchronous publishes for long answers; the compat scenario
+// measures the encoders of PROTOCOL.md section 11 against Tether's own SSE
+// path on the same tasks. It prints the table and writes docs/BENCHMARKS.md
+// with a plot of latency against load.
 //
 //	go run ./cmd/bench                 # the full run (a few minutes on 2 cores)
 //	go run ./cmd/bench -smoke -out ''  # a short run that checks it all works
@@ -80,7 +82,7 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	fs.IntVar(&o.stream, "stream", 100000, "N of the long answer (/stream N 0)")
 	fs.IntVar(&o.disk, "disk", 1000, "tasks of the log-disk run")
 	fs.IntVar(&o.repeats, "repeats", 3, "runs of each scenario and baseline (medians are reported)")
-	fs.StringVar(&only, "only", "", "comma-separated scenarios: idle,fanout,latency,storm,submit,long,disk (default all)")
+	fs.StringVar(&only, "only", "", "comma-separated scenarios: idle,fanout,latency,storm,submit,long,disk,compat (default all)")
 	fs.StringVar(&o.out, "out", "docs/BENCHMARKS.md", "the report to write (\"\": none)")
 	fs.StringVar(&o.svg, "svg", "docs/bench-latency.svg", "the plot to write (\"\": none)")
 	fs.StringVar(&o.profiles, "profiles", "", "save CPU profiles of the gateway and runner here")
@@ -173,6 +175,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		{"submit", b.submit},
 		{"long", b.long},
 		{"disk", b.diskUse},
+		{"compat", b.compat},
 	}
 	for _, s := range scenarios {
 		if o.only != nil && !o.only[s.name] {

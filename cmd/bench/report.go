@@ -61,6 +61,7 @@ type results struct {
 	Idle    []idleRun
 	Long    []longRun
 	Disk    *diskRun
+	Compat  compatResults
 }
 
 // med is the median of f over runs.
@@ -201,6 +202,7 @@ func (r *results) table() string {
 			fmt.Sprintf("%.1f MiB when they finish; %.1f MiB once `TETHER_LOG_GRACE` (%v here) has passed", r.Disk.Finished, r.Disk.Kept, diskGrace),
 			"–", "–")
 	}
+	r.compatRows(row)
 	return b.String()
 }
 
@@ -306,6 +308,7 @@ func (r *results) runs() string {
 		xs = append(xs, fmt.Sprintf("%s/s vs raw %s/s (%s/s with ids)", num(t.Rate), num(t.Raw), num(t.RawMsgID)))
 	}
 	list("long answer", xs)
+	r.compatRuns(list)
 	return b.String()
 }
 
@@ -335,7 +338,7 @@ const scenarioDocs = `- **Flat out**: one pending task (no runner), every tab of
   (4,096 awaiting acks at most, like a runner) to the same server, without and with message ids.
 - **Log disk**: tasks of about 300 events each run to the end; the size of the nats-server's store
   directory, per 1,000 tasks, when they finish and after the grace for late resumers.
-`
+` + compatDocs
 
 // plot draws latency against load: p50 and p99 of both sides, log scales.
 func (r *results) plot() string {
