@@ -577,10 +577,10 @@ describe('19 openai client (node)', () => {
     await learnUser(c, r.id);
     assert.equal(r.conversation?.id, uuidv5(`${r.id}\nconversation`), 'a new task`s own conversation: UUIDv5(task id, conversation)');
     const problems = [];
-    if (c.userId !== c.user) problems.push(`the user of API key ${JSON.stringify(c.key)} is ${c.userId}; docs/protocol.md (Keys) gives key-<first 32 hex of SHA-256(value)> = ${c.user}`);
+    if (c.userId !== c.user) problems.push(`the user of API key ${JSON.stringify(c.key)} is ${c.userId}; docs/protocol.md (Keys) gives key-<first 32 hex of SHA-256("tether api key\\x00" + value)> = ${c.user}`);
     const want = taskIdOfKey(c.key, k);
-    const wantWithServersUser = uuidv5(`${c.userId}\n${k}`);
-    if (r.id !== wantWithServersUser) problems.push(`the task of Idempotency-Key ${JSON.stringify(k)} is ${r.id}; docs/protocol.md gives UUIDv5("<user id>\\n<key>") = ${wantWithServersUser} (with the documented user id: ${want})`);
+    const wantWithServersUser = uuidv5(`${c.userId}\nidempotency-key\n${k}`);
+    if (r.id !== wantWithServersUser) problems.push(`the task of Idempotency-Key ${JSON.stringify(k)} is ${r.id}; docs/protocol.md gives UUIDv5("<user id>\\nidempotency-key\\n<key>") = ${wantWithServersUser} (with the documented user id: ${want})`);
     assert.deepEqual(problems, [], 'the ids are derived as documented');
   });
 });

@@ -14,7 +14,7 @@ export function newKey() {
 
 /** The anonymous user id a non-JWT API key names (docs/protocol.md, Keys). */
 export function userOfKey(apiKey) {
-  return `key-${crypto.createHash('sha256').update(apiKey).digest('hex').slice(0, 32)}`;
+  return `key-${crypto.createHash('sha256').update(`tether api key\x00${apiKey}`).digest('hex').slice(0, 32)}`;
 }
 
 const NS = '5f6d1c0e-8a43-4d8e-9a51-7e2b3c4d5e6f';
@@ -32,7 +32,7 @@ export function uuidv5(name, ns = NS) {
 
 /** The task id the server makes of an Idempotency-Key that is not a UUID. */
 export function taskIdOfKey(apiKey, key) {
-  return uuidv5(`${userOfKey(apiKey)}\n${key}`);
+  return uuidv5(`${userOfKey(apiKey)}\nidempotency-key\n${key}`);
 }
 
 /**

@@ -149,7 +149,7 @@ func (a *api) createChatCompletion(w http.ResponseWriter, r *http.Request, user 
 		return err
 	}
 	if req.stream {
-		wch, err := a.core.Watch(r.Context(), user, t.ID)
+		wch, err := a.core.Watch(r.Context(), user, t.ID, false)
 		if err != nil {
 			return err
 		}

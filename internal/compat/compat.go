@@ -25,7 +25,7 @@ type Core interface {
 	Task(ctx context.Context, user, taskID string) (task.Task, error)
 	Cancel(ctx context.Context, user, taskID string) (task.Task, error)
 	History(ctx context.Context, user, conversationID string, p task.Page) ([]task.Message, string, error)
-	Watch(ctx context.Context, user, taskID string) (*gateway.Watch, error)
+	Watch(ctx context.Context, user, taskID string, replay bool) (*gateway.Watch, error)
 	LogError(what string, err error)
 	Mount(pattern string, h http.Handler)
 }

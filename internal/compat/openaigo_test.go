@@ -104,11 +104,19 @@ func TestResponsesLiveStreamNumbering(t *testing.T) {
 	checkNumbering(t, evs, streamText(40))
 
 	// The same response replayed from 0 by the SDK's GetStreaming (which
-	// sends stream in a JSON body) agrees event for event but for how the
-	// text is split into deltas.
+	// sends stream in a JSON body) agrees event for event, deltas included.
 	id := evs[0].resp.ID
 	replay := readAll(t, c.Responses.GetStreaming(context.Background(), id, responses.ResponseGetParams{}), nil)
 	checkNumbering(t, replay, streamText(40))
+	if len(replay) != len(evs) {
+		t.Fatalf("replay has %d events, the live stream %d", len(replay), len(evs))
+	}
+	for i := range evs {
+		if replay[i].typ != evs[i].typ || replay[i].seq != evs[i].seq || replay[i].delta != evs[i].delta {
+			t.Fatalf("event %d: replay %s #%d %q, live %s #%d %q", i, replay[i].typ, replay[i].seq, replay[i].delta,
+				evs[i].typ, evs[i].seq, evs[i].delta)
+		}
+	}
 }
 
 // TestResponsesResumeAtRandomCuts cuts a stream at random points (the first

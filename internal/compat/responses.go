@@ -361,9 +361,12 @@ func notFoundResponse(err error) error {
 	return err
 }
 
-// streamResponse streams a response's events numbered above after.
+// streamResponse streams a response's events numbered above after. A
+// stream from the start replays the deltas as the live stream had them
+// (the SDKs' helpers drop what they had by number, so their boundaries must
+// be the same); a resume after an event sends the text after it at once.
 func (a *api) streamResponse(w http.ResponseWriter, r *http.Request, user, id string, after int64) error {
-	wch, err := a.core.Watch(r.Context(), user, id)
+	wch, err := a.core.Watch(r.Context(), user, id, after < 0)
 	if err != nil {
 		return notFoundResponse(err)
 	}

@@ -160,7 +160,7 @@ func (a *api) next(ctx context.Context, wch *gateway.Watch, out *sseWriter) (gat
 // not the task.
 func (a *api) waitEnd(ctx context.Context, user, taskID string) (task.Task, error) {
 	for {
-		wch, err := a.core.Watch(ctx, user, taskID)
+		wch, err := a.core.Watch(ctx, user, taskID, false)
 		if err != nil {
 			return task.Task{}, err
 		}

@@ -192,7 +192,7 @@ func (a *api) regenerate(r *http.Request, user, conv string, last uiMessage) (ta
 }
 
 func (a *api) streamChat(w http.ResponseWriter, r *http.Request, user, taskID string) error {
-	wch, err := a.core.Watch(r.Context(), user, taskID)
+	wch, err := a.core.Watch(r.Context(), user, taskID, false)
 	if err != nil {
 		return err
 	}

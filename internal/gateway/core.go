@@ -113,7 +113,15 @@ type Watch struct {
 // Watch attaches to a task of the user. It fails with not_found for a task
 // the user does not have, rate_limited past the user's open tabs and
 // unavailable when the bus is away. Close it when done.
-func (s *Server) Watch(ctx context.Context, user, taskID string) (*Watch, error) {
+//
+// With replay, the watch starts from the task's first event rather than its
+// snapshot, so a replay shows the answer in the deltas the live stream had:
+// an empty snapshot of the task before its first event comes first, then
+// the events, read from the gateway's recent events or the log (as an SSE
+// resume from Last-Event-ID 0 is). Where the events cannot be had (a task
+// on a later attempt, one of more than maxReplayEvents events, a log that
+// was purged) the watch starts from the snapshot as without replay.
+func (s *Server) Watch(ctx context.Context, user, taskID string, replay bool) (*Watch, error) {
 	if !s.tabs.acquire(user) {
 		s.metrics.limitRefusals.WithLabelValues(limitTabs).Inc()
 		return nil, task.Errorf(task.CodeRateLimited,
@@ -139,8 +147,27 @@ func (s *Server) Watch(ctx context.Context, user, taskID string) (*Watch, error)
 	w.f = f
 	// The catch-up waits for the reader between batches, so it runs while
 	// the caller reads.
+	if replay && t.Attempt == 1 && t.Seq <= maxReplayEvents {
+		if logged, at, ok := s.resumeAt(ctx, t, 0); ok {
+			w.push(Update{Snapshot: beforeFirstEvent(t)}, false)
+			go f.startAt(at, logged, task.PositionOf(t))
+			return w, nil
+		}
+	}
 	go f.start(t, nil, true)
 	return w, nil
+}
+
+// maxReplayEvents bounds a replay from the first event: longer answers are
+// replayed from their snapshot, not read through the log event by event.
+const maxReplayEvents = 4096
+
+// beforeFirstEvent is t as it stood before its first event: what a replay
+// from the first event folds the events into.
+func beforeFirstEvent(t task.Task) *task.Task {
+	t.Status, t.Seq, t.Progress, t.Output, t.Keep = task.StatusPending, 0, 0, "", 0
+	t.Error, t.ResultRef, t.StreamPos = nil, nil, 0
+	return &t
 }
 
 // Next returns the next update, waiting for it. After the terminal event of
