@@ -35,20 +35,12 @@ import {
   ruleSeq,
   shape,
   taskIdOfKey,
+  seeded,
   uuidv5,
 } from './openai-helpers.mjs';
 
-/** A seeded generator, so a failing cut point can be run again (SEED=... in the environment). */
-const seed = Number(process.env.SEED || Math.floor(Math.random() * 2 ** 31));
-let state = seed >>> 0;
-function rnd() {
-  state = (state + 0x6d2b79f5) >>> 0;
-  let x = state;
-  x = Math.imul(x ^ (x >>> 15), x | 1);
-  x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-  return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-}
-const randInt = (lo, hi) => lo + Math.floor(rnd() * (hi - lo + 1));
+/** Seeded, so a failing cut point can be run again (SEED=... in the environment). */
+const { seed, rnd, randInt } = seeded();
 
 const tokens = (s) => s.match(/t\d+ /g)?.length ?? 0;
 const textOf = (r) => r?.output?.[0]?.content?.[0]?.text ?? '';

@@ -19,23 +19,11 @@ import { pathToFileURL } from 'node:url';
 import { test } from 'node:test';
 import OpenAI from 'openai';
 import { root, startSystem, streamText } from './harness.mjs';
+import { pct, seeded } from './openai-helpers.mjs';
 
 const { DefaultChatTransport } = await import(pathToFileURL(path.join(root, 'examples/ai-sdk-chat/node_modules/ai/dist/index.mjs')).href);
 
-const seed = Number(process.env.SEED || Math.floor(Math.random() * 2 ** 31));
-let state = seed >>> 0;
-function rnd() {
-  state = (state + 0x6d2b79f5) >>> 0;
-  let x = state;
-  x = Math.imul(x ^ (x >>> 15), x | 1);
-  x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-  return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-}
-const randInt = (lo, hi) => lo + Math.floor(rnd() * (hi - lo + 1));
-const pct = (xs, p) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
-};
+const { seed, randInt } = seeded();
 
 const N = 150;
 const want = streamText(N);
@@ -202,8 +190,10 @@ test('20b. the AI SDK transport: regenerate makes a version, /messages follows i
     const running = await transport.sendMessages({ chatId, messages: [user, msgs[1], next], trigger: 'submit-message', messageId: undefined });
     const partial = await readUI(running, 5);
     const live = await (await fetch(`${sys.base}/v1/chat/${chatId}/messages`, { headers: auth })).json();
+    const dump = async () => JSON.stringify(await sys.rows(`SELECT role, task_id, parent_task_id, created_at FROM messages ORDER BY created_at, id`));
+    assert.deepEqual(live.map((m) => m.id).slice(0, 2), [msgs[0].id, msgs[1].id], `the new turn follows the newest version: ${await dump()}`);
     assert.equal(live.at(-1).metadata.status, 'generating');
-    assert.ok(streamText(400).startsWith(live.at(-1).parts[0].text));
+    assert.ok(streamText(400).startsWith(live.at(-1).parts[0].text), 'the running answer has its text so far');
     assert.ok(partial.text.length > 0);
     const cancel = await fetch(`${sys.base}/v1/chat/${chatId}/cancel`, { method: 'POST', headers: auth });
     assert.equal(cancel.status, 200);

@@ -202,3 +202,19 @@ export async function expectAPIError(fn, cls, fields = {}, what = 'request') {
   }
   return err;
 }
+
+/**
+ * A seeded generator (mulberry32): the seed is SEED from the environment or a
+ * random one, printed with the figures so a failing run can be repeated.
+ */
+export function seeded(seed = Number(process.env.SEED || Math.floor(Math.random() * 2 ** 31))) {
+  let state = seed >>> 0;
+  const rnd = () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let x = state;
+    x = Math.imul(x ^ (x >>> 15), x | 1);
+    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
+    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
+  };
+  return { seed, rnd, randInt: (lo, hi) => lo + Math.floor(rnd() * (hi - lo + 1)) };
+}

@@ -140,11 +140,7 @@ func (a *api) createChatCompletion(w http.ResponseWriter, r *http.Request, user 
 	if err != nil {
 		return err
 	}
-	taskID, err := taskIDFor(user, r.Header.Get("Idempotency-Key"))
-	if err != nil {
-		return err
-	}
-	t, err := a.create(r.Context(), user, taskID, req)
+	t, err := a.create(r, user, req)
 	if err != nil {
 		return err
 	}

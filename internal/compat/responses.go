@@ -1,7 +1,7 @@
 package compat
 
 import (
-	"context"
+	"cmp"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -220,11 +220,7 @@ func (a *api) createResponse(w http.ResponseWriter, r *http.Request, user string
 	if err != nil {
 		return err
 	}
-	taskID, err := taskIDFor(user, r.Header.Get("Idempotency-Key"))
-	if err != nil {
-		return err
-	}
-	t, err := a.create(r.Context(), user, taskID, req)
+	t, err := a.create(r, user, req)
 	if err != nil {
 		return err
 	}
@@ -243,9 +239,15 @@ func (a *api) createResponse(w http.ResponseWriter, r *http.Request, user string
 	return nil
 }
 
-// create submits a request of any of the APIs as a task: the conversation
-// it names, the one of the turn it follows, or one of its own.
-func (a *api) create(ctx context.Context, user, taskID string, req createRequest) (task.Task, error) {
+// create submits a request of any of the APIs as a task, whose id comes
+// from the request's Idempotency-Key (a new one without): in the
+// conversation it names, the one of the turn it follows, or one of its own.
+func (a *api) create(r *http.Request, user string, req createRequest) (task.Task, error) {
+	taskID, err := taskIDFor(user, cmp.Or(req.key, r.Header.Get("Idempotency-Key")))
+	if err != nil {
+		return task.Task{}, err
+	}
+	ctx := r.Context()
 	sr := task.SubmitRequest{TaskID: taskID, Content: req.content, Preamble: req.preamble,
 		ConversationID: req.conversation}
 	if req.parent != "" {

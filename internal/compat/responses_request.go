@@ -47,6 +47,9 @@ type createRequest struct {
 	parent       string
 	stream       bool
 	background   bool
+	// key, when set, is the idempotency key in place of the request's
+	// Idempotency-Key header (a UI message's id).
+	key string
 }
 
 // maxItems bounds the earlier items a request may carry.

@@ -1,6 +1,7 @@
 package compat
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -26,7 +27,7 @@ type uiMessage struct {
 
 type uiPart struct {
 	Type string `json:"type"`
-	Text string `json:"text,omitempty"`
+	Text string `json:"text"`
 }
 
 type chatPost struct {
@@ -125,10 +126,7 @@ func (a *api) submitChatMessage(r *http.Request, user, conv string, last uiMessa
 	if err := checkContent(param+".parts", content); err != nil {
 		return task.Task{}, err
 	}
-	key := r.Header.Get("Idempotency-Key")
-	if key == "" {
-		key = last.ID
-	}
+	key := cmp.Or(r.Header.Get("Idempotency-Key"), last.ID)
 	if key == "" {
 		return task.Task{}, badParam(param+".id", "the message needs an id")
 	}
@@ -151,7 +149,7 @@ func (a *api) submitChatMessage(r *http.Request, user, conv string, last uiMessa
 	} else if err != nil {
 		return task.Task{}, err
 	}
-	t, err := a.create(ctx, user, taskID, createRequest{content: content, preamble: p, conversation: conv})
+	t, err := a.create(r, user, createRequest{content: content, preamble: p, conversation: conv, key: key})
 	if task.ErrorCode(err) == task.CodeConflict {
 		// The same message sent again once its conversation existed has
 		// no preamble of its own: it is the same message if the content
