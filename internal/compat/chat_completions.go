@@ -260,7 +260,8 @@ func (e *chatEncoder) fail(out *sseWriter, code, message string) error {
 	return out.event("", 0, false, b)
 }
 
-func (e *chatEncoder) update(out *sseWriter, t *task.Task, kept int) (bool, error) {
+func (e *chatEncoder) update(out *sseWriter, a *answer, kept int) (bool, error) {
+	t := &a.t
 	if kept < e.sent {
 		return true, e.fail(out, "restarted", restartMessage)
 	}
@@ -271,8 +272,8 @@ func (e *chatEncoder) update(out *sseWriter, t *task.Task, kept int) (bool, erro
 		}
 		e.started = true
 	}
-	if n := len(t.Output); n > e.sent {
-		text := t.Output[e.sent:]
+	if n := len(a.text); n > e.sent {
+		text := string(a.text[e.sent:])
 		if err := e.chunk(out, t, []chunkChoice{{Delta: chunkDelta{Content: &text}}}, nil); err != nil {
 			return true, err
 		}
@@ -285,7 +286,8 @@ func (e *chatEncoder) update(out *sseWriter, t *task.Task, kept int) (bool, erro
 			return true, err
 		}
 		if e.usage {
-			in, o := usageOf(t)
+			full := a.task()
+			in, o := usageOf(&full)
 			if err := e.chunk(out, t, []chunkChoice{}, &chatUsage{in, o, in + o}); err != nil {
 				return true, err
 			}

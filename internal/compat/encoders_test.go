@@ -19,7 +19,7 @@ func run(t *testing.T, enc encoder, updates ...gateway.Update) string {
 	out := &sseWriter{w: rec, rc: http.NewResponseController(rec), timeout: time.Second}
 	var ans answer
 	for i, u := range updates {
-		done, err := enc.update(out, &ans.t, ans.apply(u))
+		done, err := enc.update(out, &ans, ans.apply(u))
 		if err != nil {
 			t.Fatalf("update %d: %v", i, err)
 		}

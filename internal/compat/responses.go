@@ -408,44 +408,50 @@ func (e *responsesEncoder) emit(out *sseWriter, seq int64, v interface{ setSeq(i
 	return out.event(eventType(v), seq, true, b)
 }
 
-func (e *responsesEncoder) update(out *sseWriter, t *task.Task, kept int) (bool, error) {
-	if t.Status.Terminal() && e.last > int64(openingEvents+len(t.Output)) {
+func (e *responsesEncoder) update(out *sseWriter, a *answer, kept int) (bool, error) {
+	t, n := &a.t, len(a.text)
+	if t.Status.Terminal() && e.last > int64(openingEvents+n) {
 		// The client is past the deltas, among the closing events.
-		e.sent = min(e.sent, len(t.Output))
+		e.sent = min(e.sent, n)
 	}
 	if kept < e.sent && e.last >= openingEvents {
 		// A new attempt started over below what the client has.
 		err := e.emit(out, e.last+1, &errorEvent{Type: "error", Code: "restarted", Message: restartMessage})
 		return true, err
 	}
-	if err := e.emit(out, seqCreated, &responseEvent{Type: "response.created", Response: e.api.responseOf(t, false)}); err != nil {
-		return true, err
+	if e.last < seqCreated {
+		if err := e.emit(out, seqCreated, &responseEvent{Type: "response.created", Response: e.api.responseOf(t, false)}); err != nil {
+			return true, err
+		}
 	}
-	if t.Status == task.StatusPending && t.Output == "" {
+	if t.Status == task.StatusPending && n == 0 {
 		return false, nil
 	}
-	inProgress := *t
-	if inProgress.Status.Terminal() {
-		inProgress.Status = task.StatusRunning
-	}
-	if err := e.emit(out, seqInProgress, &responseEvent{Type: "response.in_progress", Response: e.api.responseOf(&inProgress, false)}); err != nil {
-		return true, err
-	}
 	id := itemID(t.ID)
-	added := outputItem{ID: id, Type: "message", Status: "in_progress", Role: "assistant", Content: []contentPart{}}
-	if err := e.emit(out, seqItemAdded, &itemEvent{Type: "response.output_item.added", Item: added}); err != nil {
-		return true, err
+	if e.last < seqPartAdded {
+		inProgress := *t
+		inProgress.Status = task.StatusRunning
+		added := outputItem{ID: id, Type: "message", Status: "in_progress", Role: "assistant", Content: []contentPart{}}
+		for _, s := range []struct {
+			seq int64
+			v   interface{ setSeq(int64) }
+		}{
+			{seqInProgress, &responseEvent{Type: "response.in_progress", Response: e.api.responseOf(&inProgress, false)}},
+			{seqItemAdded, &itemEvent{Type: "response.output_item.added", Item: added}},
+			{seqPartAdded, &partEvent{Type: "response.content_part.added", ItemID: id, Part: textPart("")}},
+		} {
+			if err := e.emit(out, s.seq, s.v); err != nil {
+				return true, err
+			}
+		}
 	}
-	if err := e.emit(out, seqPartAdded, &partEvent{Type: "response.content_part.added", ItemID: id, Part: textPart("")}); err != nil {
-		return true, err
-	}
-	if n := len(t.Output); n > e.sent {
+	if n > e.sent {
 		from := e.sent
-		for from > 0 && !utf8.RuneStart(t.Output[from]) {
+		for from > 0 && !utf8.RuneStart(a.text[from]) {
 			from-- // a client's starting_after inside a character
 		}
 		err := e.emit(out, int64(openingEvents+n), &deltaEvent{Type: "response.output_text.delta", ItemID: id,
-			Delta: t.Output[from:], Logprobs: []struct{}{}})
+			Delta: string(a.text[from:]), Logprobs: []struct{}{}})
 		if err != nil {
 			return true, err
 		}
@@ -454,16 +460,16 @@ func (e *responsesEncoder) update(out *sseWriter, t *task.Task, kept int) (bool,
 	if !t.Status.Terminal() {
 		return false, nil
 	}
-	end := int64(openingEvents + len(t.Output))
-	item := answerItem(t)
+	full := a.task()
+	end := int64(openingEvents + n)
 	steps := []struct {
 		seq int64
 		v   interface{ setSeq(int64) }
 	}{
-		{end + 1, &textDoneEvent{Type: "response.output_text.done", ItemID: id, Text: t.Output, Logprobs: []struct{}{}}},
-		{end + 2, &partEvent{Type: "response.content_part.done", ItemID: id, Part: textPart(t.Output)}},
-		{end + 3, &itemEvent{Type: "response.output_item.done", Item: item}},
-		{end + closingEvents, &responseEvent{Type: terminalType(t.Status), Response: e.api.responseOf(t, true)}},
+		{end + 1, &textDoneEvent{Type: "response.output_text.done", ItemID: id, Text: full.Output, Logprobs: []struct{}{}}},
+		{end + 2, &partEvent{Type: "response.content_part.done", ItemID: id, Part: textPart(full.Output)}},
+		{end + 3, &itemEvent{Type: "response.output_item.done", Item: answerItem(&full)}},
+		{end + closingEvents, &responseEvent{Type: terminalType(t.Status), Response: e.api.responseOf(&full, true)}},
 	}
 	for _, s := range steps {
 		if err := e.emit(out, s.seq, s.v); err != nil {

@@ -3,8 +3,7 @@ package compat
 import (
 	"context"
 	"errors"
-	"io"
-	"net/http"
+		"net/http"
 	"strconv"
 	"time"
 
@@ -13,11 +12,14 @@ import (
 )
 
 // answer folds a watch's updates into the task as a client of these APIs
-// sees it: the snapshot first, then each event applied with task.Apply (the
-// rule every reader follows), so its Output is always the answer so far.
+// sees it: the snapshot first, then each event in the order of
+// task.StepOn, the rule every reader follows. The answer's text is kept in
+// a buffer that grows (a string appended to at every delta would copy the
+// whole answer each time); t.Output is filled from it only by task().
 type answer struct {
-	t   task.Task
-	has bool
+	t    task.Task
+	text []byte
+	has  bool
 }
 
 // unbounded is the kept length of an answer that can still grow: nothing a
@@ -40,23 +42,44 @@ func (a *answer) apply(u gateway.Update) int {
 			kept = s.Keep
 		}
 		a.t, a.has = *s, true
+		a.text = append(a.text[:0], s.Output...)
+		a.t.Output = ""
 		return kept
 	}
-	switch a.t.Apply(u.Event) {
+	e := u.Event
+	kept := unbounded
+	switch task.StepOn(task.PositionOf(a.t), a.text, e) {
 	case task.StepStart:
-		return u.Event.Keep
+		a.text, a.t.Keep, kept = a.text[:e.Keep], e.Keep, e.Keep
+	case task.StepNext:
 	case task.StepGap:
 		return -1
+	default:
+		return unbounded
 	}
-	return unbounded
+	a.t.Seq = e.Seq
+	switch e.Type {
+	case task.EventDelta:
+		a.text = append(a.text, e.Text...)
+	case task.EventStatus:
+		a.t.Status, a.t.Attempt, a.t.Error, a.t.ResultRef = e.Status, e.Attempt, e.Error, e.ResultRef
+	}
+	return kept
+}
+
+// task is the folded task with its whole output.
+func (a *answer) task() task.Task {
+	t := a.t
+	t.Output = string(a.text)
+	return t
 }
 
 // encoder turns the answer into one API's stream. update is called after
-// each update with the folded task and how much of the answer before it is
-// still its start (answer.apply); it writes what that adds and reports
+// each update with the folded answer and how much of the answer before it
+// is still its start (answer.apply); it writes what that adds and reports
 // whether the stream is over.
 type encoder interface {
-	update(out *sseWriter, t *task.Task, kept int) (done bool, err error)
+	update(out *sseWriter, a *answer, kept int) (done bool, err error)
 }
 
 // sseWriter writes an SSE answer: every write and flush within the write
@@ -120,37 +143,32 @@ func (a *api) streamTask(w http.ResponseWriter, r *http.Request, wch *gateway.Wa
 	ctx := r.Context()
 	var ans answer
 	for {
-		u, err := a.next(ctx, wch, out)
-		if err != nil {
-			if errors.Is(err, gateway.ErrEnded) || ctx.Err() != nil || errors.Is(err, io.ErrClosedPipe) {
+		batch, err := wch.Next(ctx, a.cfg.KeepAlive)
+		switch {
+		case errors.Is(err, gateway.ErrIdle):
+			if out.write([]byte(": keep-alive\n\n")) != nil || out.flush() != nil {
 				return
 			}
-			a.core.LogError("compat stream", err)
+			continue
+		case err != nil:
+			if !errors.Is(err, gateway.ErrEnded) && ctx.Err() == nil {
+				a.core.LogError("compat stream", err)
+			}
 			return
 		}
-		kept := ans.apply(u)
-		done, err := enc.update(out, &ans.t, kept)
-		if err != nil || out.flush() != nil || done {
+		// A batch is written, then flushed once.
+		for _, u := range batch {
+			done, err := enc.update(out, &ans, ans.apply(u))
+			if err != nil {
+				return
+			}
+			if done {
+				_ = out.flush()
+				return
+			}
+		}
+		if out.flush() != nil {
 			return
-		}
-	}
-}
-
-// next waits for the watch's next update, writing a comment line every
-// KeepAlive meanwhile so proxies keep the stream open.
-func (a *api) next(ctx context.Context, wch *gateway.Watch, out *sseWriter) (gateway.Update, error) {
-	for {
-		wait, cancel := context.WithTimeout(ctx, a.cfg.KeepAlive)
-		u, err := wch.Next(wait)
-		cancel()
-		if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
-			return u, err
-		}
-		if err := out.write([]byte(": keep-alive\n\n")); err != nil {
-			return u, io.ErrClosedPipe
-		}
-		if err := out.flush(); err != nil {
-			return u, io.ErrClosedPipe
 		}
 	}
 }
@@ -164,24 +182,31 @@ func (a *api) waitEnd(ctx context.Context, user, taskID string) (task.Task, erro
 		if err != nil {
 			return task.Task{}, err
 		}
-		var ans answer
-		for {
-			u, err := wch.Next(ctx)
-			if err != nil {
-				wch.Close()
-				if errors.Is(err, gateway.ErrEnded) {
-					return ans.t, nil
-				}
-				if errors.Is(err, gateway.ErrSlow) {
-					break // follow again from a fresh snapshot
-				}
-				return task.Task{}, err
-			}
+		t, err := a.follow(ctx, wch)
+		wch.Close()
+		if !errors.Is(err, gateway.ErrSlow) {
+			return t, err
+		}
+		// Fell behind: follow again from a fresh snapshot.
+	}
+}
+
+// follow folds a watch's updates until the attempt ends.
+func (a *api) follow(ctx context.Context, wch *gateway.Watch) (task.Task, error) {
+	var ans answer
+	for {
+		batch, err := wch.Next(ctx, 0)
+		if errors.Is(err, gateway.ErrEnded) {
+			return ans.task(), nil
+		}
+		if err != nil {
+			return task.Task{}, err
+		}
+		for _, u := range batch {
 			ans.apply(u)
-			if ans.t.Status.Terminal() {
-				wch.Close()
-				return ans.t, nil
-			}
+		}
+		if ans.t.Status.Terminal() {
+			return ans.task(), nil
 		}
 	}
 }

@@ -389,7 +389,8 @@ type (
 	}
 )
 
-func (e *uiEncoder) update(out *sseWriter, t *task.Task, kept int) (bool, error) {
+func (e *uiEncoder) update(out *sseWriter, a *answer, kept int) (bool, error) {
+	t := &a.t
 	if kept < e.sent {
 		if err := e.chunk(out, t, uiError{"error", restartMessage}); err != nil {
 			return true, err
@@ -405,8 +406,8 @@ func (e *uiEncoder) update(out *sseWriter, t *task.Task, kept int) (bool, error)
 		}
 		e.started = true
 	}
-	if n := len(t.Output); n > e.sent {
-		text := t.Output[e.sent:]
+	if n := len(a.text); n > e.sent {
+		text := string(a.text[e.sent:])
 		if err := e.chunk(out, t, uiTextChunk{Type: "text-delta", ID: part, Delta: &text}); err != nil {
 			return true, err
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/tether-dev/tether/internal/protocol"
 	"github.com/tether-dev/tether/internal/task"
@@ -108,6 +109,8 @@ type Watch struct {
 	wake    chan struct{}
 	room    chan struct{}
 	release sync.Once
+	// idle times Next's wait; only the reader uses it.
+	idle *time.Timer
 }
 
 // Watch attaches to a task of the user. It fails with not_found for a task
@@ -170,43 +173,55 @@ func beforeFirstEvent(t task.Task) *task.Task {
 	return &t
 }
 
-// Next returns the next update, waiting for it. After the terminal event of
-// an attempt, or a terminal snapshot, it returns io.EOF-like errEnded; a
-// reader that fell behind gets ErrSlow; the gateway's shutdown, unavailable.
-func (w *Watch) Next(ctx context.Context) (Update, error) {
+// Next returns the updates queued since the last call, in order, waiting
+// for at least one; after idle with none (0: no limit) it returns ErrIdle,
+// so a stream can send a keep-alive. After the terminal event of an
+// attempt, or a terminal snapshot, it returns ErrEnded; a reader that fell
+// behind gets ErrSlow; the gateway's shutdown, unavailable.
+func (w *Watch) Next(ctx context.Context, idle time.Duration) ([]Update, error) {
 	for {
 		w.mu.Lock()
 		if len(w.queue) > 0 {
-			u := w.queue[0]
-			w.queue[0] = Update{}
-			w.queue = w.queue[1:]
-			w.bytes -= updateSize(u)
-			if w.bytes <= w.max/2 {
-				select {
-				case w.room <- struct{}{}:
-				default:
-				}
-			}
+			batch := w.queue
+			w.queue, w.bytes = nil, 0
 			w.mu.Unlock()
-			return u, nil
+			select {
+			case w.room <- struct{}{}:
+			default:
+			}
+			return batch, nil
 		}
 		slow, ended := w.slow, w.ended
 		w.mu.Unlock()
 		switch {
 		case slow:
-			return Update{}, ErrSlow
+			return nil, ErrSlow
 		case ended:
-			return Update{}, ErrEnded
+			return nil, ErrEnded
+		}
+		var timeout <-chan time.Time
+		if idle > 0 {
+			if w.idle == nil {
+				w.idle = time.NewTimer(idle)
+			} else {
+				w.idle.Reset(idle)
+			}
+			timeout = w.idle.C
 		}
 		select {
 		case <-ctx.Done():
-			return Update{}, ctx.Err()
+			return nil, ctx.Err()
 		case <-w.s.ctx.Done():
-			return Update{}, task.Errorf(task.CodeUnavailable, "the server is restarting; resume the stream")
+			return nil, task.Errorf(task.CodeUnavailable, "the server is restarting; resume the stream")
+		case <-timeout:
+			return nil, ErrIdle
 		case <-w.wake:
 		}
 	}
 }
+
+// ErrIdle: nothing came within the idle time Next was given.
+var ErrIdle = errors.New("watch idle")
 
 // ErrEnded: the attempt ended and everything up to its end was delivered.
 var ErrEnded = errors.New("stream ended")
@@ -214,6 +229,9 @@ var ErrEnded = errors.New("stream ended")
 // Close detaches the watch; the task goes on.
 func (w *Watch) Close() {
 	w.f.stop()
+	if w.idle != nil {
+		w.idle.Stop()
+	}
 	w.done()
 }
 
@@ -260,6 +278,11 @@ func (w *Watch) sendSnapshot(t task.Task, _ []byte) bool {
 }
 
 func (w *Watch) sendEvent(m Msg) bool {
+	if m.Event.Type == task.EventProgress {
+		// What the ordering needs is peeked already; the value is not
+		// what these encoders send.
+		return w.push(Update{Event: m.Event}, false)
+	}
 	e, err := protocol.DecodeEvent(m.Data)
 	if err != nil {
 		// The bus decoded it once already; a copy that does not decode

@@ -111,17 +111,13 @@ func (p Position) Step(e Event) Step {
 }
 
 // Apply folds e into the snapshot t, exactly as PROTOCOL.md section 2 defines
-// a snapshot, and reports the step it took: only StepNext and StepStart
-// change t. A newer attempt keeps the first Keep bytes of the output (a
-// Keep beyond the output, or inside a character, is a gap: the reader is
-// missing text the new attempt kept).
+// a snapshot, and reports the step it took (StepOn): only StepNext and
+// StepStart change t. A newer attempt keeps the first Keep bytes of the
+// output.
 func (t *Task) Apply(e Event) Step {
-	step := PositionOf(*t).Step(e)
+	step := StepOn(PositionOf(*t), t.Output, e)
 	switch step {
 	case StepStart:
-		if e.Keep < 0 || e.Keep > len(t.Output) || !runeStart(t.Output, e.Keep) {
-			return StepGap
-		}
 		t.Output = t.Output[:e.Keep]
 		if e.Keep == 0 {
 			t.Progress = 0
@@ -143,7 +139,20 @@ func (t *Task) Apply(e Event) Step {
 	return step
 }
 
+// StepOn is the step a reader at p whose output so far is output takes for
+// e: Position.Step, and a newer attempt's Keep must fall within the output
+// on a character boundary (else the reader is missing text the new attempt
+// kept: a gap). Apply follows it; a reader that keeps its output in a
+// buffer of its own (an encoder of a long answer) follows it too.
+func StepOn[T string | []byte](p Position, output T, e Event) Step {
+	step := p.Step(e)
+	if step == StepStart && (e.Keep < 0 || e.Keep > len(output) || !runeStart(output, e.Keep)) {
+		return StepGap
+	}
+	return step
+}
+
 // runeStart reports whether byte i of s begins a character (or is its end).
-func runeStart(s string, i int) bool {
+func runeStart[T string | []byte](s T, i int) bool {
 	return i == len(s) || s[i]&0xC0 != 0x80
 }
