@@ -89,8 +89,10 @@ while [ -z "$stopping" ]; do
 	wait -n "${pid_of[@]}" || true
 	for name in "${!pid_of[@]}"; do
 		kill -0 "${pid_of[$name]}" 2>/dev/null && continue
-		wait "${pid_of[$name]}" 2>/dev/null
-		rc=$?
+		# Under set -e a bare wait for a part killed by a signal (137)
+		# would end this script and everything with it.
+		rc=0
+		wait "${pid_of[$name]}" 2>/dev/null || rc=$?
 		if [ $((SECONDS - started_at[$name])) -lt 5 ]; then
 			fast_exits[$name]=$((${fast_exits[$name]:-0} + 1))
 		else
