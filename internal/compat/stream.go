@@ -3,7 +3,7 @@ package compat
 import (
 	"context"
 	"errors"
-		"net/http"
+	"net/http"
 	"strconv"
 	"time"
 
