@@ -15,6 +15,8 @@
 //     the same completion; non-stream; include_usage.
 //  7. A runner SIGKILLed while the client streams: the same stream goes on
 //     to the exact answer (Responses and Chat Completions).
+//     7c: a runner paused (SIGSTOP) past its lease and woken (SIGCONT)
+//     once attempt 2 runs, four trials: exact, nothing stale shown.
 //  8. Bad input: OpenAI-shaped errors, nothing created.
 //  9. CORS for a browser app on an allowed origin.
 import assert from 'node:assert/strict';
@@ -714,6 +716,57 @@ test('9. CORS: an allowed origin gets its preflight and headers; another origin 
     assert.equal(res.headers.get('access-control-allow-origin'), null, 'a foreign origin: no CORS header on the answer');
     await res.body?.cancel();
   } finally {
+    await sys.stop();
+  }
+});
+
+test('7c. a runner paused (SIGSTOP) past its lease and woken (SIGCONT) mid-answer: Responses and Chat Completions streams end exact, nothing stale', { timeout: 180_000 }, async (t) => {
+  const sys = await startSystem('19-openai-pause', { runners: 2, env: { TETHER_LEASE: '2s' } });
+  try {
+    const c = newClient(sys);
+    const N = 200;
+    const full = streamText(N);
+    for (let trial = 0; trial < 4; trial++) {
+      const responses = trial % 2 === 0;
+      const id = crypto.randomUUID();
+      const stream = responses
+        ? await c.responses.create({ model: 'demo', input: `/stream ${N} 15`, stream: true, background: true }, idem(id))
+        : await c.chat.completions.create({ model: 'demo', messages: [{ role: 'user', content: `/stream ${N} 15` }], stream: true }, idem(id));
+      const events = [];
+      let text = '';
+      let paused = null;
+      for await (const e of stream) {
+        events.push(e);
+        text += responses ? (e.type === 'response.output_text.delta' ? e.delta : '') : (e.choices?.[0]?.delta?.content ?? '');
+        if (!paused && tokens(text) >= 30) {
+          const [[holder]] = await sys.rows(`SELECT coalesce(runner_id, '') FROM tasks WHERE id = '${id}'`);
+          const victim = sys.runners.find((r) => r.id === holder);
+          assert.ok(victim, `trial ${trial}: the task is held by one of the runners`);
+          process.kill(victim.pid, 'SIGSTOP');
+          paused = { victim, tokens: tokens(text) };
+          // Woken once another runner runs attempt 2: its stale writes must not show.
+          waitUntil(async () => (await sys.rows(`SELECT attempt, status FROM tasks WHERE id = '${id}'`))[0]?.join() === '2,running', {
+            what: `trial ${trial}: attempt 2 running`,
+          }).then(
+            () => process.kill(victim.pid, 'SIGCONT'),
+            () => process.kill(victim.pid, 'SIGCONT'),
+          );
+        }
+      }
+      assert.ok(paused, `trial ${trial}: a runner was paused`);
+      assert.equal(text, full, `trial ${trial} (${responses ? 'Responses' : 'Chat Completions'}): the answer exact, continued`);
+      if (responses) {
+        assert.equal(events.find((e) => e.type === 'error'), undefined, 'no error event');
+        assert.equal(checkNumbering(events, full, { what: `trial ${trial} across the pause` }), full);
+      } else {
+        assert.equal(events.filter((e) => e.choices?.[0]?.delta?.role).length, 1, 'one role chunk');
+      }
+      assert.deepEqual(await sys.rows(`SELECT status, attempt FROM tasks WHERE id = '${id}'`), [['done', '2']], 'done by attempt 2');
+      assert.ok(paused.victim.running, 'the woken runner is still up');
+      t.diagnostic(`trial ${trial}: paused ${paused.victim.name} after ${paused.tokens} tokens`);
+    }
+  } finally {
+    for (const r of sys.runners) if (r.running) process.kill(r.pid, 'SIGCONT');
     await sys.stop();
   }
 });
