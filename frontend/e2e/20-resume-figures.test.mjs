@@ -201,6 +201,22 @@ test('20b. the AI SDK transport: regenerate makes a version, /messages follows i
     const [[status]] = await sys.rows(`SELECT status FROM tasks WHERE input = '/stream 400 20'`);
     assert.equal(status, 'cancelled');
     assert.equal(await transport.reconnectToStream({ chatId }), null, 'nothing runs: 204');
+
+    // A chat the server does not have yet, sent with earlier messages (an
+    // app moving to Tether mid-conversation): they become the task's
+    // context; in a chat the server has, its own history is.
+    const fresh = crypto.randomUUID();
+    const earlier = [
+      { id: 'e1', role: 'user', parts: [{ type: 'text', text: 'earlier question' }] },
+      { id: 'e2', role: 'assistant', parts: [{ type: 'text', text: 'earlier answer' }] },
+    ];
+    const now = { id: 'e3', role: 'user', parts: [{ type: 'text', text: '/stream 2 0' }] };
+    const moved = await readUI(await transport.sendMessages({ chatId: fresh, messages: [...earlier, now], trigger: 'submit-message', messageId: undefined }));
+    assert.equal(moved.text, streamText(2));
+    assert.deepEqual(
+      await sys.rows(`SELECT preamble->'items'->0->>'text', preamble->'items'->1->>'role', jsonb_array_length(preamble->'items') FROM tasks WHERE conversation_id = '${fresh}'`),
+      [['earlier question', 'assistant', '2']],
+    );
   } finally {
     await sys.stop();
   }

@@ -3,6 +3,7 @@ package compat
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -24,7 +25,7 @@ type answer struct {
 
 // unbounded is the kept length of an answer that can still grow: nothing a
 // client was sent is known to be lost.
-const unbounded = int(^uint(0) >> 1)
+const unbounded = math.MaxInt
 
 // apply folds u and returns how many bytes of the answer are known to be
 // unchanged by it: unbounded within an attempt (the answer only grows,

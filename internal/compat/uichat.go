@@ -135,20 +135,11 @@ func (a *api) submitChatMessage(r *http.Request, user, conv string, last uiMessa
 		return task.Task{}, err
 	}
 	ctx := r.Context()
-	p := &task.Preamble{API: "ui"}
-	if _, _, err := a.core.History(ctx, user, conv, task.Page{Limit: 1}); task.ErrorCode(err) == task.CodeNotFound {
-		for i, raw := range earlier {
-			m, text, err := uiText("messages["+itoa(i)+"]", raw)
-			if err != nil {
-				return task.Task{}, err
-			}
-			if text != "" && (m.Role == "user" || m.Role == "assistant" || m.Role == "system") {
-				p.Items = append(p.Items, task.PreambleItem{Role: m.Role, Text: text})
-			}
-		}
-	} else if err != nil {
+	items, err := a.earlierItems(ctx, user, conv, earlier)
+	if err != nil {
 		return task.Task{}, err
 	}
+	p := &task.Preamble{API: "ui", Items: items}
 	t, err := a.create(r, user, createRequest{content: content, preamble: p, conversation: conv, key: key})
 	if task.ErrorCode(err) == task.CodeConflict {
 		// The same message sent again once its conversation existed has
@@ -160,6 +151,35 @@ func (a *api) submitChatMessage(r *http.Request, user, conv string, last uiMessa
 		}
 	}
 	return t, err
+}
+
+// earlierItems are the body's earlier messages as a preamble, for a
+// conversation the server does not have yet; for one it has, its own
+// history is the context. Only a body with earlier messages asks, so the
+// common submit makes no extra round trip.
+func (a *api) earlierItems(ctx context.Context, user, conv string, earlier []json.RawMessage) ([]task.PreambleItem, error) {
+	if len(earlier) == 0 {
+		return nil, nil
+	}
+	_, _, err := a.core.History(ctx, user, conv, task.Page{Limit: 1})
+	switch task.ErrorCode(err) {
+	case "":
+		return nil, nil
+	case task.CodeNotFound:
+	default:
+		return nil, err
+	}
+	var items []task.PreambleItem
+	for i, raw := range earlier {
+		m, text, err := uiText("messages["+itoa(i)+"]", raw)
+		if err != nil {
+			return nil, err
+		}
+		if text != "" && (m.Role == "user" || m.Role == "assistant" || m.Role == "system") {
+			items = append(items, task.PreambleItem{Role: m.Role, Text: text})
+		}
+	}
+	return items, nil
 }
 
 // regenerate makes a new version of the turn of the last user message.
