@@ -131,55 +131,78 @@ func (h *hub) detach(f *follower) {
 	h.release(t)
 }
 
+// release drops a reference to t. The last one ends the upstream
+// subscription, now or after the linger period; the unsubscribe itself, a
+// write to the NATS connection, runs after the locks are let go, so no
+// attach, detach or delivery waits on a socket.
 func (h *hub) release(t *topic) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	t.refs--
-	if t.refs > 0 {
-		return
+	var unsub func() error
+	switch {
+	case t.refs > 0:
+	case t.err != nil || h.linger <= 0 || !t.warm:
+		unsub = h.closeTopicLocked(t)
+	default:
+		t.idle = time.AfterFunc(h.linger, func() { h.expire(t) })
 	}
-	if t.err != nil || h.linger <= 0 || !t.warm {
-		h.closeTopicLocked(t)
-		return
-	}
-	t.idle = time.AfterFunc(h.linger, func() {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		if t.refs == 0 && h.topics[t.id] == t {
-			h.closeTopicLocked(t)
-		}
-	})
+	t.mu.Unlock()
+	h.mu.Unlock()
+	h.unsubscribe(t, unsub)
 }
 
-// closeTopicLocked ends the upstream subscription; h.mu and t.mu are held.
-func (h *hub) closeTopicLocked(t *topic) {
+// expire ends t's lingering subscription unless a follower came back.
+func (h *hub) expire(t *topic) {
+	var unsub func() error
+	h.mu.Lock()
+	t.mu.Lock()
+	if t.refs == 0 && h.topics[t.id] == t {
+		unsub = h.closeTopicLocked(t)
+	}
+	t.mu.Unlock()
+	h.mu.Unlock()
+	h.unsubscribe(t, unsub)
+}
+
+// closeTopicLocked takes t out of the hub and returns its upstream
+// unsubscribe (nil when it has none) for the caller to run once it has let
+// go of h.mu and t.mu, which it holds. A follower arriving meanwhile makes a
+// topic and subscription of its own, so the two never meet.
+func (h *hub) closeTopicLocked(t *topic) (unsub func() error) {
 	if h.topics[t.id] == t {
 		delete(h.topics, t.id)
 	}
-	if t.unsub != nil {
-		if err := t.unsub(); err != nil {
-			h.log.Debug("unsubscribe task", "task_id", t.id, "err", err)
-		}
-		t.unsub = nil
-		h.metrics.upstream.Dec()
+	unsub, t.unsub = t.unsub, nil
+	return unsub
+}
+
+// unsubscribe runs a closed topic's unsubscribe, with no lock held.
+func (h *hub) unsubscribe(t *topic, unsub func() error) {
+	if unsub == nil {
+		return
 	}
+	if err := unsub(); err != nil {
+		h.log.Debug("unsubscribe task", "task_id", t.id, "err", err)
+	}
+	h.metrics.upstream.Dec()
 }
 
 // close ends every upstream subscription (gateway shutdown).
 func (h *hub) close() {
 	h.mu.Lock()
-	defer h.mu.Unlock()
+	closed := make(map[*topic]func() error, len(h.topics))
 	for _, t := range h.topics {
 		t.mu.Lock()
 		if t.idle != nil {
 			t.idle.Stop()
 		}
-		h.closeTopicLocked(t)
+		closed[t] = h.closeTopicLocked(t)
 		t.mu.Unlock()
+	}
+	h.mu.Unlock()
+	for t, unsub := range closed {
+		h.unsubscribe(t, unsub)
 	}
 }
 

@@ -67,10 +67,14 @@ type attempt struct {
 
 	// pubMu serialises handing events to the publisher with cutting the
 	// batch: events are published in seq order, and a cut's publisher holds
-	// exactly the events up to its last seq. It is taken before mu and is
-	// never held while waiting for room or acknowledgements, so a publish
-	// that stalls (NATS slow or away) holds up neither the heartbeat nor
-	// anything else that takes mu.
+	// exactly the events up to its last seq. It is taken before mu. It is
+	// held across Publisher.Publish, which returns at once unless the
+	// connection has its limit of acknowledgements outstanding, and then
+	// waits at most the publisher's stall wait; it is never held while
+	// waiting for room in the outbox or for a flush. So a publish that
+	// stalls (NATS slow or away) holds up the engine's next event and the
+	// next cut, which must come after it in the log, but neither the
+	// heartbeat nor anything else that takes only mu.
 	pubMu sync.Mutex
 
 	mu sync.Mutex
