@@ -5,8 +5,12 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io/fs"
 	"time"
 )
+
+// DefaultMigrateTimeout is Config.MigrateTimeout's default.
+const DefaultMigrateTimeout = 10 * time.Minute
 
 // Config tunes the store. The zero value works: every field has the default of
 // PROTOCOL.md section 7.
@@ -43,6 +47,23 @@ type Config struct {
 	// maintenance can end the sessions of a frozen runner that still holds
 	// its task's row (stuck.go). Default: none, or what the URL says.
 	ApplicationName string
+
+	// MigrateTimeout is the budget of the migration step of Open and Dial:
+	// applying the pending migrations, the wait for another process that
+	// is migrating the same schema included. It is a step of its own, apart
+	// from connecting: a migration that backfills a big table may take
+	// minutes. A migration cut off by it is rolled back (those before it
+	// stay applied). Default DefaultMigrateTimeout (10m).
+	MigrateTimeout time.Duration
+	// NoMigrate: Open and Dial apply no migration; they check that every
+	// migration of this build is applied and refuse a schema that is
+	// behind (ErrSchemaBehind). For processes started with -migrate=false
+	// once the migrate step ran on its own (`gateway migrate`).
+	NoMigrate bool
+
+	// migrations are the migration files (tests add their own); default the
+	// embedded migrations/*.sql.
+	migrations fs.FS
 }
 
 // withDefaults fills the zero fields and validates the result, once, in Open.
@@ -53,6 +74,10 @@ func (c Config) withDefaults() (Config, error) {
 	c.MaxAttempts = cmp.Or(c.MaxAttempts, 3)
 	c.ResultInlineMax = cmp.Or(c.ResultInlineMax, 1<<20)
 	c.MaxRetries = cmp.Or(c.MaxRetries, 10)
+	c.MigrateTimeout = cmp.Or(c.MigrateTimeout, DefaultMigrateTimeout)
+	if c.migrations == nil {
+		c.migrations = embeddedMigrations
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -75,6 +100,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxRetries < 0 {
 		errs = append(errs, fmt.Errorf("max retries %d is negative", c.MaxRetries))
+	}
+	if c.MigrateTimeout < 0 {
+		errs = append(errs, fmt.Errorf("migrate timeout %v is negative", c.MigrateTimeout))
 	}
 	if len(c.CursorKey) < 16 {
 		errs = append(errs, fmt.Errorf("cursor key of %d bytes is too short (16 at least)", len(c.CursorKey)))

@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"io/fs"
+	"testing/fstest"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -20,3 +22,31 @@ func (s *Store) Transition(ctx context.Context, taskID string, attempt int, from
 
 // ErrForbiddenTransition is the gate's refusal.
 var ErrForbiddenTransition = errForbiddenTransition
+
+// WithExtraMigrations returns cfg with this build's migrations and extra
+// ones (name -> SQL), for tests of the migration step.
+func WithExtraMigrations(cfg Config, extra map[string]string) Config {
+	files := fstest.MapFS{}
+	names, err := fs.Glob(embeddedMigrations, "*.sql")
+	if err != nil {
+		panic(err)
+	}
+	for _, n := range names {
+		b, err := fs.ReadFile(embeddedMigrations, n)
+		if err != nil {
+			panic(err)
+		}
+		files[n] = &fstest.MapFile{Data: b}
+	}
+	for n, sql := range extra {
+		files[n] = &fstest.MapFile{Data: []byte(sql)}
+	}
+	cfg.migrations = files
+	return cfg
+}
+
+// DialWithAttemptTimeout is Dial with each connection attempt bounded by
+// attemptTimeout instead of the default.
+func DialWithAttemptTimeout(ctx context.Context, databaseURL string, cfg Config, maxWait, attemptTimeout time.Duration) (*Store, error) {
+	return dial(ctx, databaseURL, cfg, maxWait, attemptTimeout, nil)
+}

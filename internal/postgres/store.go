@@ -1,9 +1,14 @@
 // Package postgres is Tether's source of truth: conversations, messages,
 // tasks and their transitions in Postgres, behind the interfaces of
-// internal/task. The schema (migrations/*.sql, applied at start-up) enforces
-// the same rules as the Go code, and every write that races another (submits of
-// one id, a cancel and a runner's finish, two runners claiming) is decided by a
+// internal/task. The schema (migrations/*.sql) enforces the same rules as
+// the Go code, and every write that races another (submits of one id, a
+// cancel and a runner's finish, two runners claiming) is decided by a
 // unique key or a row lock in Postgres, never by a read followed by a write.
+//
+// Migrating is a step of its own, after connecting and with its own budget
+// (Config.MigrateTimeout): Open and Dial apply the pending migrations under
+// an advisory lock, or, with Config.NoMigrate, only refuse a schema that is
+// behind (ErrSchemaBehind), for deployments that migrate apart.
 package postgres
 
 import (
@@ -25,6 +30,9 @@ const connectTimeout = 5 * time.Second
 type Store struct {
 	pool *pgxpool.Pool
 	cfg  Config
+	// poolCfg is what pool was made from; migrations run on a pool of
+	// their own made from it.
+	poolCfg *pgxpool.Config
 }
 
 var (
@@ -34,10 +42,25 @@ var (
 )
 
 // Open connects to databaseURL (a pgx URL; pool_max_conns and the like may be
-// given there), applies the pending migrations and returns the store. Several
-// processes may open one database at once: migrations run under an advisory
-// lock.
+// given there), then prepares the schema: it applies the pending migrations
+// (within cfg.MigrateTimeout and ctx) or, with cfg.NoMigrate, refuses a
+// schema that lacks one. Several processes may open one database at once:
+// migrations run under an advisory lock.
 func Open(ctx context.Context, databaseURL string, cfg Config) (*Store, error) {
+	s, err := connect(ctx, databaseURL, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.prepareSchema(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	return s, nil
+}
+
+// connect makes the store's pool; it neither connects yet nor looks at the
+// schema.
+func connect(ctx context.Context, databaseURL string, cfg Config) (*Store, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -59,11 +82,7 @@ func Open(ctx context.Context, databaseURL string, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
-	if err := migrate(ctx, pool); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("open postgres: %w", err)
-	}
-	return &Store{pool: pool, cfg: cfg}, nil
+	return &Store{pool: pool, cfg: cfg, poolCfg: poolCfg}, nil
 }
 
 // Ping checks that the database answers (readiness probes).
