@@ -1,5 +1,7 @@
 // Command gateway serves Tether's WebSocket, SSE and HTTP API and the chat
-// UI. With NATS_URL unset it embeds a NATS server with JetStream.
+// UI. With NATS_URL unset it embeds a NATS server with JetStream. It applies
+// the schema's pending migrations before it serves, unless -migrate=false;
+// `gateway migrate` applies them and exits (docs/deploy.md, "Migrations").
 package main
 
 import (
@@ -43,6 +45,9 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "migrate" {
+		return migrate(ctx, args[1:], getenv, stdout, stderr)
+	}
 	c, err := config.Load(config.Gateway, args, getenv, stderr)
 	if err != nil {
 		return err
@@ -93,6 +98,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	store, err := postgres.Dial(ctx, c.DatabaseURL, postgres.Config{
 		IdempotencyTTL: c.IdempotencyTTL, PendingTimeout: c.PendingTimeout,
 		Lease: c.Lease, MaxAttempts: c.MaxAttempts, MaxRetries: c.MaxRetries, CursorKey: cursorKey,
+		MigrateTimeout: c.MigrateTimeout, NoMigrate: !c.Migrate,
 	}, c.ConnectTimeout, func(err error) { log.Warn("Postgres not reachable yet, retrying", "err", err) })
 	if err != nil {
 		return err
@@ -179,6 +185,25 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	stopLoops()
 	<-loopDone
+	return nil
+}
+
+// migrate is `gateway migrate`: the migration step alone, for deployments
+// that run it before starting gateways and runners with -migrate=false
+// (docs/deploy.md). It takes the gateway's settings; DATABASE_URL,
+// TETHER_CONNECT_TIMEOUT and TETHER_MIGRATE_TIMEOUT are the ones it uses.
+func migrate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	c, err := config.Load(config.Gateway, args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: c.LogLevel}))
+	v, err := postgres.Migrate(ctx, c.DatabaseURL, postgres.Config{MigrateTimeout: c.MigrateTimeout}, c.ConnectTimeout,
+		func(err error) { log.Warn("Postgres not reachable yet, retrying", "err", err) })
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "schema migrated: version %d\n", v)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether-dev/tether/internal/postgres"
 	"github.com/tether-dev/tether/internal/postgres/pgtest"
 )
 
@@ -129,5 +131,42 @@ func TestRunServes(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("run did not stop")
+	}
+}
+
+// TestMigrateApart: `gateway migrate` is the migration step alone; a
+// gateway started with -migrate=false refuses a schema that is behind,
+// naming that step, and goes on past Postgres once the schema is current.
+func TestMigrateApart(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{
+		"DATABASE_URL":           pgtest.URL(t),
+		"NATS_URL":               "nats://127.0.0.1:1",
+		"TETHER_CONNECT_TIMEOUT": "300ms",
+		"TETHER_ADDR":            "127.0.0.1:0",
+		"TETHER_DATA_DIR":        t.TempDir(),
+	}
+	ctx := context.Background()
+	err := run(ctx, []string{"-migrate=false"}, getenvFrom(env), io.Discard, io.Discard)
+	if !errors.Is(err, postgres.ErrSchemaBehind) || !strings.Contains(err.Error(), "gateway migrate") {
+		t.Fatalf("-migrate=false on an empty schema: err = %v", err)
+	}
+
+	var stdout bytes.Buffer
+	if err := run(ctx, []string{"migrate"}, getenvFrom(env), &stdout, io.Discard); err != nil {
+		t.Fatalf("gateway migrate: %v", err)
+	}
+	if !regexp.MustCompile(`^schema migrated: version [1-9][0-9]*\n$`).MatchString(stdout.String()) {
+		t.Fatalf("gateway migrate printed %q", stdout.String())
+	}
+	// The step is idempotent: a second run finds nothing to do.
+	if err := run(ctx, []string{"migrate"}, getenvFrom(env), io.Discard, io.Discard); err != nil {
+		t.Fatalf("gateway migrate again: %v", err)
+	}
+
+	env["TETHER_MIGRATE"] = "false"
+	err = run(ctx, nil, getenvFrom(env), io.Discard, io.Discard)
+	if err == nil || errors.Is(err, postgres.ErrSchemaBehind) || !strings.Contains(err.Error(), "127.0.0.1:1") {
+		t.Fatalf("TETHER_MIGRATE=false on a current schema: err = %v, want the unreachable NATS", err)
 	}
 }

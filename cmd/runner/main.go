@@ -1,6 +1,8 @@
 // Command runner claims Tether tasks from the NATS work queue, runs an
 // engine on them and publishes their events; it also runs a maintenance
-// loop. See the README for its configuration.
+// loop. Like the gateway it migrates the schema at start unless
+// -migrate=false, and `runner migrate` migrates and exits. See the README
+// for its configuration.
 package main
 
 import (
@@ -41,6 +43,9 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "migrate" {
+		return migrate(ctx, args[1:], getenv, stdout, stderr)
+	}
 	o, err := config.Load(config.Runner, args, getenv, stderr)
 	if err != nil {
 		return err
@@ -102,12 +107,30 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return err
 }
 
+// migrate is `runner migrate`: the migration step alone, as `gateway
+// migrate` (docs/deploy.md), for a host that has only the runner.
+func migrate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	o, err := config.Load(config.Runner, args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: o.LogLevel}))
+	v, err := postgres.Migrate(ctx, o.DatabaseURL, postgres.Config{MigrateTimeout: o.MigrateTimeout}, o.ConnectTimeout,
+		func(err error) { log.Warn("Postgres not reachable yet, retrying", "err", err) })
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "schema migrated: version %d\n", v)
+	return nil
+}
+
 // openStore opens Postgres, retrying until connectTimeout: a runner started
 // together with its database waits for it instead of failing at once.
 func openStore(ctx context.Context, o *config.Config, log *slog.Logger) (*postgres.Store, error) {
 	cfg := postgres.Config{IdempotencyTTL: o.IdempotencyTTL, PendingTimeout: o.PendingTimeout,
 		Lease: o.Lease, MaxAttempts: o.MaxAttempts, ResultInlineMax: o.ResultInlineMax,
-		ApplicationName: postgres.RunnerApplicationName(o.RunnerID)}
+		ApplicationName: postgres.RunnerApplicationName(o.RunnerID),
+		MigrateTimeout:  o.MigrateTimeout, NoMigrate: !o.Migrate}
 	return postgres.Dial(ctx, o.DatabaseURL, cfg, o.ConnectTimeout, func(err error) {
 		log.Warn("Postgres not reachable yet, retrying", "err", err)
 	})

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -159,4 +160,32 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestMigrateApart: `runner migrate` is the migration step alone; a runner
+// started with -migrate=false refuses a schema that is behind and goes on
+// past Postgres once the schema is current.
+func TestMigrateApart(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{
+		"DATABASE_URL":           pgtest.URL(t),
+		"NATS_URL":               "nats://127.0.0.1:1",
+		"TETHER_CONNECT_TIMEOUT": "300ms",
+	}
+	ctx := context.Background()
+	err := run(ctx, []string{"-migrate=false"}, getenvFrom(env), &bytes.Buffer{}, &bytes.Buffer{})
+	if !errors.Is(err, postgres.ErrSchemaBehind) {
+		t.Fatalf("-migrate=false on an empty schema: err = %v", err)
+	}
+	var stdout bytes.Buffer
+	if err := run(ctx, []string{"migrate"}, getenvFrom(env), &stdout, &bytes.Buffer{}); err != nil {
+		t.Fatalf("runner migrate: %v", err)
+	}
+	if !strings.HasPrefix(stdout.String(), "schema migrated: version ") {
+		t.Fatalf("runner migrate printed %q", stdout.String())
+	}
+	err = run(ctx, []string{"-migrate=false"}, getenvFrom(env), &bytes.Buffer{}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "cannot reach NATS") {
+		t.Fatalf("-migrate=false on a current schema: err = %v, want the unreachable NATS", err)
+	}
 }

@@ -77,6 +77,12 @@ func Load(c Component, args []string, getenv func(string) string, stderr io.Writ
 	cfg := &Config{}
 	fs := flag.NewFlagSet(c.String(), flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: %s [flags]    serve (applying pending migrations first unless -migrate=false)\n", c)
+		fmt.Fprintf(stderr, "       %s migrate [flags]    apply the pending migrations and exit\n", c)
+		fmt.Fprintf(stderr, "Each flag falls back to the environment variable in its parentheses:\n")
+		fs.PrintDefaults()
+	}
 	var errs, flagErrs []error
 	for _, s := range cfg.settings() {
 		if s.users&c == 0 {
@@ -137,6 +143,10 @@ func (f flagValue) String() string {
 	}
 	return f.text
 }
+
+// IsBoolFlag lets a boolean setting's flag stand alone: -migrate means
+// -migrate=true.
+func (f flagValue) IsBoolFlag() bool { _, ok := f.s.value.(boolValue); return ok }
 
 func (f flagValue) Set(v string) error {
 	if err := f.s.value.set(v); err != nil {
@@ -219,6 +229,20 @@ func (v floatValue) set(s string) error {
 }
 func (v floatValue) kind() string { return "number" }
 
+type boolValue struct{ p *bool }
+
+func boolean(p *bool) parser { return boolValue{p} }
+
+func (v boolValue) set(s string) error {
+	b, err := strconv.ParseBool(strings.TrimSpace(s))
+	if err != nil {
+		return errors.New("want true or false")
+	}
+	*v.p = b
+	return nil
+}
+func (v boolValue) kind() string { return "boolean" }
+
 type durationValue struct{ p *time.Duration }
 
 func duration(p *time.Duration) parser { return durationValue{p} }
@@ -289,6 +313,19 @@ func (v levelValue) set(s string) error {
 	return nil
 }
 func (v levelValue) kind() string { return "level" }
+
+// dur writes a default duration the way the README and -h show it: 10m and
+// 24h rather than Go's 10m0s and 24h0m0s.
+func dur(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
 
 // defaultDoc is the README's default column for s.
 func (s setting) defaultDoc() string {

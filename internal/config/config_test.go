@@ -52,6 +52,8 @@ func TestStrictTypes(t *testing.T) {
 		{Runner, map[string]string{"TETHER_LEASE": "-1s"}, nil, "TETHER_LEASE"},
 		{Runner, map[string]string{"TETHER_RUNNER_CONCURRENCY": "0"}, nil, "TETHER_RUNNER_CONCURRENCY"},
 		{Gateway, map[string]string{"TETHER_LOG_LEVEL": "loud"}, nil, "TETHER_LOG_LEVEL"},
+		{Runner, map[string]string{"TETHER_MIGRATE": "maybe"}, nil, `TETHER_MIGRATE="maybe": want true or false`},
+		{Gateway, map[string]string{"TETHER_MIGRATE_TIMEOUT": "0s"}, nil, "TETHER_MIGRATE_TIMEOUT"},
 		{Gateway, map[string]string{"TETHER_TRUSTED_PROXIES": "10.0.0.0/8, nonsense"}, nil, "TETHER_TRUSTED_PROXIES"},
 		{Gateway, map[string]string{"TETHER_AUTH_SECRET": "short-secret"}, nil, "TETHER_AUTH_SECRET=<hidden>: too short"},
 		{Gateway, nil, []string{"-max-attempts", "2.5"}, "-max-attempts=\"2.5\" (TETHER_MAX_ATTEMPTS): want an integer"},
@@ -82,6 +84,27 @@ func TestFlagsOverrideEnvironment(t *testing.T) {
 	}
 	if c.MaxAttempts != 5 || len(c.TrustedProxies) != 2 || c.TrustedProxies[0].String() != "10.0.0.1/32" {
 		t.Fatalf("%+v", c)
+	}
+}
+
+// A boolean flag stands alone (-migrate) or takes a value (-migrate=false),
+// and wins over its variable.
+func TestBooleanFlag(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		env  string
+		args []string
+		want bool
+	}{
+		{"", nil, true},
+		{"false", nil, false},
+		{"false", []string{"-migrate"}, true},
+		{"true", []string{"-migrate=false"}, false},
+	} {
+		c, err := Load(Gateway, tc.args, getenv(map[string]string{"DATABASE_URL": "postgres://x", "TETHER_MIGRATE": tc.env}), &bytes.Buffer{})
+		if err != nil || c.Migrate != tc.want {
+			t.Errorf("TETHER_MIGRATE=%q %v: migrate %v, %v; want %v", tc.env, tc.args, c != nil && c.Migrate, err, tc.want)
+		}
 	}
 }
 

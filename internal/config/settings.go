@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"net/netip"
 	"time"
+
+	"github.com/tether-dev/tether/internal/postgres"
 )
 
 // Config holds every setting of the gateway and the runner, typed. Load
@@ -49,6 +51,8 @@ type Config struct {
 	Lease               time.Duration
 	MaxAttempts         int
 	ConnectTimeout      time.Duration
+	Migrate             bool
+	MigrateTimeout      time.Duration
 	MaintenanceInterval time.Duration
 	LogLevel            slog.Level
 	PprofAddr           string
@@ -185,6 +189,12 @@ func (c *Config) settings() []setting {
 		{env: "TETHER_CONNECT_TIMEOUT", flag: "connect-timeout", users: both, def: "30s",
 			doc:   "how long Postgres and NATS are retried at start before the process exits non-zero",
 			value: duration(&c.ConnectTimeout)},
+		{env: "TETHER_MIGRATE", flag: "migrate", users: both, def: "true",
+			doc:   "apply the pending migrations at start (under an advisory lock, several processes at once are safe); `false`: apply none and refuse to start on a schema that is behind, for deployments that run `gateway migrate` first ([docs/deploy.md](docs/deploy.md#migrations))",
+			value: boolean(&c.Migrate)},
+		{env: "TETHER_MIGRATE_TIMEOUT", flag: "migrate-timeout", users: both, def: dur(postgres.DefaultMigrateTimeout),
+			doc:   "how long the migration step may take, after connecting, the wait for another process's migration included; a migration it cuts off is rolled back and the process exits non-zero",
+			value: duration(&c.MigrateTimeout)},
 		{env: "TETHER_MAINTENANCE_INTERVAL", flag: "maintenance-interval", users: Runner, def: "1s",
 			doc:   "how often the runner's maintenance loop runs (the gateway's runs every second)",
 			value: duration(&c.MaintenanceInterval)},

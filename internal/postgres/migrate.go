@@ -34,6 +34,20 @@ var embeddedMigrations = func() fs.FS {
 // store was told not to apply them (Config.NoMigrate).
 var ErrSchemaBehind = errors.New("the database schema is behind this build")
 
+// Migrate is the migration step alone (`gateway migrate`, `runner
+// migrate`): it waits for the database like Dial, applies the pending
+// migrations within cfg.MigrateTimeout (cfg.NoMigrate is ignored) and
+// returns the schema's version.
+func Migrate(ctx context.Context, databaseURL string, cfg Config, maxWait time.Duration, onRetry func(error)) (int64, error) {
+	cfg.NoMigrate = false
+	s, err := Dial(ctx, databaseURL, cfg, maxWait, onRetry)
+	if err != nil {
+		return 0, err
+	}
+	defer s.Close()
+	return s.SchemaVersion(ctx)
+}
+
 // prepareSchema is the migration step of Open and Dial: it applies the
 // pending migrations within Config.MigrateTimeout, or with NoMigrate only
 // checks that there are none.
@@ -124,7 +138,7 @@ func (s *Store) checkSchema(ctx context.Context) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("%w: migrations %s are not applied; run `gateway migrate` (or start with -migrate=true, the default) first",
+		return fmt.Errorf("%w: migrations %s are not applied; run the migrate step first (`gateway migrate` or `runner migrate`), or start with -migrate=true, the default",
 			ErrSchemaBehind, strings.Join(missing, ", "))
 	}
 	return nil
