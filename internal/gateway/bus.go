@@ -6,15 +6,6 @@ import (
 	"github.com/tether-dev/tether/internal/task"
 )
 
-// Msg is one event of a task's stream as the bus carries it: the decoded
-// event, its wire JSON (forwarded to tabs as is) and, when it was read from
-// the log, its stream position.
-type Msg struct {
-	Event     task.Event
-	Data      []byte
-	StreamPos uint64
-}
-
 // Bus is what the gateway needs of NATS.
 type Bus interface {
 	// SubscribeTask follows a task's live events, one call of fn at a time,
@@ -23,13 +14,16 @@ type Bus interface {
 	// published afterwards is missed. A live Msg's Event holds the type,
 	// seq, attempt and status (the rest is in Data). lost is called when
 	// live messages were dropped on the way in (the gateway fell behind).
-	SubscribeTask(taskID string, fn func(Msg), lost func()) (unsubscribe func() error, err error)
+	SubscribeTask(taskID string, fn func(task.Msg), lost func()) (unsubscribe func() error, err error)
 	// ReadLog returns the logged events of a task that sort after the
 	// position after, in (attempt, seq) order.
-	ReadLog(ctx context.Context, taskID string, after task.Position, fromStreamPos uint64) ([]Msg, error)
+	ReadLog(ctx context.Context, taskID string, after task.Position, fromStreamPos uint64) ([]task.Msg, error)
 	// PublishEvent publishes an event the store assigned (no runner holds the task).
 	PublishEvent(ctx context.Context, e task.Event) error
 	PublishUserTask(userID string, t task.Task) error
+	// PublishUser sends a user-level event (its wire JSON) to every tab of
+	// the user, on every gateway.
+	PublishUser(userID string, data []byte) error
 	SubscribeUser(userID string, fn func(data []byte)) (unsubscribe func() error, err error)
 	Dispatch(ctx context.Context, taskID string, attempt int) error
 	// DispatchAsync is Dispatch without an acknowledgement (maintenance

@@ -9,35 +9,10 @@ import (
 	"github.com/tether-dev/tether/internal/task"
 )
 
-// conversationStore is what renaming and searching need of the store
-// (the Postgres store has it).
-type conversationStore interface {
-	RenameConversation(ctx context.Context, userID, conversationID, title string) (task.Conversation, error)
-	SearchConversations(ctx context.Context, userID, query string, p task.Page) ([]task.Conversation, string, error)
-}
-
-// userPublisher sends a user-level event to every tab of a user (the NATS
-// bus has it); without one, other tabs learn of a change on their next read.
-type userPublisher interface {
-	PublishUser(userID string, data []byte) error
-}
-
-func (s *Server) conversationStore() (conversationStore, error) {
-	cs, ok := s.store.(conversationStore)
-	if !ok {
-		return nil, task.Errorf(task.CodeInternal, "this store cannot rename or search conversations")
-	}
-	return cs, nil
-}
-
 // tellUser publishes a user-level event; a failure is logged, not returned:
 // the change is committed, and tabs see it on their next read.
 func (s *Server) tellUser(user string, data []byte) {
-	p, ok := s.bus.(userPublisher)
-	if !ok {
-		return
-	}
-	if err := p.PublishUser(user, data); err != nil {
+	if err := s.bus.PublishUser(user, data); err != nil {
 		s.log.Warn("publish conversation event", "err", err)
 	}
 }
@@ -58,27 +33,13 @@ func (s *Server) renameConversation(w http.ResponseWriter, r *http.Request, user
 	if err != nil {
 		return err
 	}
-	cs, err := s.conversationStore()
-	if err != nil {
-		return err
-	}
-	c, err := cs.RenameConversation(r.Context(), user, id, title)
+	c, err := s.store.RenameConversation(r.Context(), user, id, title)
 	if err != nil {
 		return err
 	}
 	s.tellUser(user, protocol.ConversationRenamedEvent(c))
 	writeJSON(w, http.StatusOK, protocol.ConversationBody(c))
 	return nil
-}
-
-// searchConversations answers a conversations request with a query (WS
-// "q", HTTP ?q=): the matching conversations, paged like the list.
-func (s *Server) searchConversations(ctx context.Context, user, q string, p task.Page) ([]task.Conversation, string, error) {
-	cs, err := s.conversationStore()
-	if err != nil {
-		return nil, "", err
-	}
-	return cs.SearchConversations(ctx, user, q, p)
 }
 
 // deleteConversation is DELETE /v1/conversations/{id}: the conversation's

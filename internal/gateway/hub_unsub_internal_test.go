@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tether-dev/tether/internal/task"
 )
 
 // unsubBus is a Bus whose first unsubscribe of task "slow" blocks until
@@ -19,7 +21,7 @@ type unsubBus struct {
 	release chan struct{}
 }
 
-func (b *unsubBus) SubscribeTask(taskID string, fn func(Msg), lost func()) (func() error, error) {
+func (b *unsubBus) SubscribeTask(taskID string, fn func(task.Msg), lost func()) (func() error, error) {
 	return func() error {
 		if taskID == "slow" && b.slow.Add(1) == 1 {
 			close(b.entered)

@@ -9,11 +9,11 @@ import (
 	"github.com/tether-dev/tether/internal/task"
 )
 
-func bigEvents(n, size int) []Msg {
+func bigEvents(n, size int) []task.Msg {
 	data := make([]byte, size)
-	out := make([]Msg, n)
+	out := make([]task.Msg, n)
 	for i := range out {
-		out[i] = Msg{Event: task.Event{Type: task.EventDelta, TaskID: "t", Attempt: 1, Seq: int64(i + 1)}, Data: data}
+		out[i] = task.Msg{Event: task.Event{Type: task.EventDelta, TaskID: "t", Attempt: 1, Seq: int64(i + 1)}, Data: data}
 	}
 	return out
 }

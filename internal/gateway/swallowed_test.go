@@ -30,7 +30,7 @@ type flakyBus struct {
 
 var errBusDown = errors.New("nats: connection reconnecting")
 
-func (b *flakyBus) SubscribeTask(id string, fn func(gateway.Msg), lost func()) (func() error, error) {
+func (b *flakyBus) SubscribeTask(id string, fn func(task.Msg), lost func()) (func() error, error) {
 	if b.noSubscribe.Load() {
 		return nil, task.Unavailable("event bus", errBusDown)
 	}

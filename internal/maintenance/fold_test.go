@@ -4,17 +4,16 @@ import (
 	"context"
 	"testing"
 
-	"github.com/tether-dev/tether/internal/natsbus"
 	"github.com/tether-dev/tether/internal/task"
 )
 
 type logBus struct {
 	Bus
-	msgs []natsbus.Msg
+	msgs []task.Msg
 }
 
-func (b logBus) ReadLog(_ context.Context, _ string, after task.Position, _ uint64) ([]natsbus.Msg, error) {
-	var out []natsbus.Msg
+func (b logBus) ReadLog(_ context.Context, _ string, after task.Position, _ uint64) ([]task.Msg, error) {
+	var out []task.Msg
 	for _, m := range b.msgs {
 		if after.Before(task.Position{Attempt: m.Event.Attempt, Seq: m.Event.Seq}) {
 			out = append(out, m)
@@ -25,7 +24,7 @@ func (b logBus) ReadLog(_ context.Context, _ string, after task.Position, _ uint
 
 func TestFoldAppliesTheLogAfterTheSnapshot(t *testing.T) {
 	t.Parallel()
-	ev := func(seq int64, typ task.EventType, text string, pos uint64) natsbus.Msg {
+	ev := func(seq int64, typ task.EventType, text string, pos uint64) task.Msg {
 		e := task.Event{Type: typ, Seq: seq, Attempt: 1, Text: text, TaskID: "t"}
 		if typ == task.EventProgress {
 			e.Progress = int(seq) * 10
@@ -33,9 +32,9 @@ func TestFoldAppliesTheLogAfterTheSnapshot(t *testing.T) {
 		if typ == task.EventStatus {
 			e.Status = task.StatusRunning
 		}
-		return natsbus.Msg{Event: e, StreamPos: pos}
+		return task.Msg{Event: e, StreamPos: pos}
 	}
-	bus := logBus{msgs: []natsbus.Msg{
+	bus := logBus{msgs: []task.Msg{
 		ev(1, task.EventStatus, "", 10),
 		ev(2, task.EventDelta, "a", 11),
 		ev(3, task.EventDelta, "b", 12),
@@ -58,13 +57,13 @@ func TestFoldAppliesTheLogAfterTheSnapshot(t *testing.T) {
 
 func TestFoldIgnoresAFencedRunnersEvents(t *testing.T) {
 	t.Parallel()
-	ev := func(attempt int, seq int64, text string) natsbus.Msg {
-		return natsbus.Msg{Event: task.Event{Type: task.EventDelta, TaskID: "t", Attempt: attempt, Seq: seq, Text: text}}
+	ev := func(attempt int, seq int64, text string) task.Msg {
+		return task.Msg{Event: task.Event{Type: task.EventDelta, TaskID: "t", Attempt: attempt, Seq: seq, Text: text}}
 	}
 	// Attempt 1's runner was paused past its lease; attempt 2 continued
 	// after seq 3 and is now lost too. Attempt 1's late events (seq 4..6)
 	// landed in the log between attempt 2's.
-	bus := logBus{msgs: []natsbus.Msg{
+	bus := logBus{msgs: []task.Msg{
 		ev(1, 2, "a"), ev(1, 3, "b"),
 		{Event: task.Event{Type: task.EventStatus, TaskID: "t", Attempt: 2, Seq: 4, Status: task.StatusPending, Keep: 2}},
 		ev(1, 4, "X"),

@@ -17,7 +17,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/tether-dev/tether/internal/natsbus"
 	"github.com/tether-dev/tether/internal/task"
 )
 
@@ -30,7 +29,7 @@ type Bus interface {
 	PublishUserTask(userID string, t task.Task) error
 	// ReadLog returns the logged events of a task after the position after,
 	// in (attempt, seq) order, reading from the stream position fromStreamPos.
-	ReadLog(ctx context.Context, taskID string, after task.Position, fromStreamPos uint64) ([]natsbus.Msg, error)
+	ReadLog(ctx context.Context, taskID string, after task.Position, fromStreamPos uint64) ([]task.Msg, error)
 	// Dispatch asks a runner to run the task's attempt.
 	Dispatch(ctx context.Context, taskID string, attempt int) error
 	// PurgeTaskLog removes a finished task's events from the log.
@@ -63,8 +62,15 @@ type Loop struct {
 	// deleted) go with their bytes. Only a process that can reach the bytes
 	// sets it: the gateway (docs/deploy.md, "Uploads storage").
 	Uploads UploadSweeper
-	Logger  *slog.Logger
+	// StepTimeout is the deadline of each step of a round (expire pending
+	// tasks, expire leases, purge, sweep, purge logs, dispatch again), its
+	// publishes included. Default DefaultStepTimeout.
+	StepTimeout time.Duration
+	Logger      *slog.Logger
 }
+
+// DefaultStepTimeout is Loop.StepTimeout's default.
+const DefaultStepTimeout = 30 * time.Second
 
 // UploadSweeper removes expired uploads with their bytes; *uploads.Service
 // implements it.
@@ -94,69 +100,85 @@ func (l *Loop) Run(ctx context.Context) error {
 
 // Tick does one round: expire pending tasks, expire leases, purge, sweep
 // expired uploads, purge finished tasks' logs, and dispatch again what is
-// still waiting. Each step's failure is logged and
-// does not stop the others.
-func (l *Loop) Tick(ctx context.Context) {
+// still waiting. Each step has a deadline of its own (StepTimeout); its
+// failure, a deadline passed included, is logged and does not stop the
+// others.
+func (l *Loop) Tick(round context.Context) {
 	log := cmp.Or(l.Logger, slog.Default())
-
-	expired, err := l.Store.ExpirePending(ctx)
-	if err != nil && ctx.Err() == nil {
-		failed(log, "maintenance: expire pending tasks", err)
-	}
-	for _, t := range expired {
-		log.Info("task failed: no runner", "task", t.ID, "attempt", t.Attempt, "seq", t.Seq)
-		l.announce(ctx, log, t)
-	}
-
-	handed, err := l.Store.ExpireLeases(ctx, l.fold)
-	if err != nil && ctx.Err() == nil {
-		failed(log, "maintenance: expire leases", err)
-	}
-	for _, t := range handed {
-		log.Info("lease expired", "task", t.ID, "attempt", t.Attempt, "seq", t.Seq, "status", t.Status)
-		l.announce(ctx, log, t)
-		if t.Status == task.StatusPending {
-			l.dispatch(ctx, log, t)
+	// fail logs a step's failure unless the round itself ended (shutdown).
+	fail := func(what string, err error) {
+		if err != nil && round.Err() == nil {
+			failed(log, "maintenance: "+what, err)
 		}
 	}
 
-	purged, err := l.Store.Purge(ctx)
-	if err != nil && ctx.Err() == nil {
-		failed(log, "maintenance: purge finished tasks", err)
-	}
-	if purged > 0 {
-		log.Info("purged finished tasks", "count", purged)
-	}
+	l.step(round, func(ctx context.Context) {
+		expired, err := l.Store.ExpirePending(ctx)
+		fail("expire pending tasks", err)
+		for _, t := range expired {
+			log.Info("task failed: no runner", "task", t.ID, "attempt", t.Attempt, "seq", t.Seq)
+			l.announce(ctx, log, t)
+		}
+	})
+
+	l.step(round, func(ctx context.Context) {
+		handed, err := l.Store.ExpireLeases(ctx, l.fold)
+		fail("expire leases", err)
+		for _, t := range handed {
+			log.Info("lease expired", "task", t.ID, "attempt", t.Attempt, "seq", t.Seq, "status", t.Status)
+			l.announce(ctx, log, t)
+			if t.Status == task.StatusPending {
+				l.dispatch(ctx, log, t)
+			}
+		}
+	})
+
+	l.step(round, func(ctx context.Context) {
+		purged, err := l.Store.Purge(ctx)
+		fail("purge finished tasks", err)
+		if purged > 0 {
+			log.Info("purged finished tasks", "count", purged)
+		}
+	})
 
 	if l.Uploads != nil {
-		swept, err := l.Uploads.Sweep(ctx)
-		if err != nil && ctx.Err() == nil {
-			log.Error("maintenance: sweep expired uploads", "err", err)
-		}
-		if swept > 0 {
-			log.Info("swept expired uploads", "count", swept)
-		}
+		l.step(round, func(ctx context.Context) {
+			swept, err := l.Uploads.Sweep(ctx)
+			fail("sweep expired uploads", err)
+			if swept > 0 {
+				log.Info("swept expired uploads", "count", swept)
+			}
+		})
 	}
 
 	if l.LogGrace > 0 {
-		n, err := l.Store.PurgeLogs(ctx, l.LogGrace, l.Bus.PurgeTaskLog)
-		if err != nil && ctx.Err() == nil {
-			failed(log, "maintenance: purge logs of finished tasks", err)
-		}
-		if n > 0 {
-			log.Debug("purged finished tasks' events from the log", "count", n)
-		}
+		l.step(round, func(ctx context.Context) {
+			n, err := l.Store.PurgeLogs(ctx, l.LogGrace, l.Bus.PurgeTaskLog)
+			fail("purge logs of finished tasks", err)
+			if n > 0 {
+				log.Debug("purged finished tasks' events from the log", "count", n)
+			}
+		})
 	}
 
-	waiting, err := l.Store.Undispatched(ctx, cmp.Or(l.RedispatchAge, 5*time.Second),
-		cmp.Or(l.RedispatchEvery, 30*time.Second))
-	if err != nil && ctx.Err() == nil {
-		failed(log, "maintenance: find undispatched tasks", err)
-	}
-	for _, t := range waiting {
-		log.Debug("dispatching again", "task", t.ID, "attempt", t.Attempt)
-		l.dispatch(ctx, log, t)
-	}
+	l.step(round, func(ctx context.Context) {
+		waiting, err := l.Store.Undispatched(ctx, cmp.Or(l.RedispatchAge, 5*time.Second),
+			cmp.Or(l.RedispatchEvery, 30*time.Second))
+		fail("find undispatched tasks", err)
+		for _, t := range waiting {
+			log.Debug("dispatching again", "task", t.ID, "attempt", t.Attempt)
+			l.dispatch(ctx, log, t)
+		}
+	})
+}
+
+// step runs one step of a round with its own deadline, as each of river's
+// maintenance services carries a Timeout: a database or NATS that hangs
+// costs the step its deadline, and the round goes on to the next.
+func (l *Loop) step(round context.Context, f func(ctx context.Context)) {
+	ctx, cancel := context.WithTimeout(round, cmp.Or(l.StepTimeout, DefaultStepTimeout))
+	defer cancel()
+	f(ctx)
 }
 
 // announce publishes the status event the store wrote for t (it is in

@@ -13,16 +13,6 @@ import (
 	"github.com/tether-dev/tether/internal/task"
 )
 
-// Msg is one task event as it came off NATS.
-type Msg struct {
-	Event task.Event
-	// Data is the event's wire JSON, to forward to clients as it is.
-	Data []byte
-	// StreamPos is the event's sequence in TasksStream, when read from the
-	// log; 0 for live messages, whose position a core subscriber is not told.
-	StreamPos uint64
-}
-
 // SubscribeTask follows taskID's live events with a core NATS subscription:
 // JetStream delivers every stored message to core subscribers too, at core
 // NATS cost. fn is called in order, one call at a time. A live Msg's Event
@@ -44,7 +34,7 @@ type Msg struct {
 // called, in a goroutine of its own, since the lost message may have been the
 // last one and no later event would show the gap. Messages that are not
 // events are logged and skipped.
-func (b *Bus) SubscribeTask(taskID string, fn func(Msg), lost func()) (unsubscribe func() error, err error) {
+func (b *Bus) SubscribeTask(taskID string, fn func(task.Msg), lost func()) (unsubscribe func() error, err error) {
 	if err := checkToken(taskID); err != nil {
 		return nil, fmt.Errorf("subscribe task: %w", err)
 	}
@@ -55,7 +45,7 @@ func (b *Bus) SubscribeTask(taskID string, fn func(Msg), lost func()) (unsubscri
 			return
 		}
 		e.TaskID = taskID
-		fn(Msg{Event: e, Data: m.Data})
+		fn(task.Msg{Event: e, Data: m.Data})
 	}, lost, false)
 }
 
@@ -115,7 +105,7 @@ const (
 // task.Position.Step sees a fenced-out runner's late events before the
 // start of the attempt that replaced it. Other tasks' messages in between
 // are never read: the server looks only at the task's subject.
-func (b *Bus) ReadLog(ctx context.Context, taskID string, after task.Position, fromStreamPos uint64) (_ []Msg, err error) {
+func (b *Bus) ReadLog(ctx context.Context, taskID string, after task.Position, fromStreamPos uint64) (_ []task.Msg, err error) {
 	defer classify(&err)
 	if err := checkToken(taskID); err != nil {
 		return nil, fmt.Errorf("read log: %w", err)
@@ -163,7 +153,7 @@ type logRead struct {
 	taskID    string
 	after     task.Position
 	end, next uint64
-	out       []Msg
+	out       []task.Msg
 	gets      int
 }
 
@@ -181,7 +171,7 @@ func (r *logRead) add(data []byte, pos uint64) error {
 		return fmt.Errorf("read log of task %s at %d: %w", r.taskID, pos, err)
 	}
 	if r.after.Before(task.Position{Attempt: e.Attempt, Seq: e.Seq}) {
-		r.out = append(r.out, Msg{Event: e, Data: data, StreamPos: pos})
+		r.out = append(r.out, task.Msg{Event: e, Data: data, StreamPos: pos})
 	}
 	r.next = pos + 1
 	return nil
@@ -262,9 +252,9 @@ func (r *logRead) consume(ctx context.Context, js jetstream.JetStream, subject s
 // inSeqOrder sorts by (attempt, seq) and keeps the first of each. Runners
 // publish in order, so this only does work when a retried publish landed
 // late or a fenced-out runner's events were logged.
-func inSeqOrder(ms []Msg) []Msg {
-	pos := func(m Msg) task.Position { return task.Position{Attempt: m.Event.Attempt, Seq: m.Event.Seq} }
-	slices.SortStableFunc(ms, func(a, b Msg) int {
+func inSeqOrder(ms []task.Msg) []task.Msg {
+	pos := func(m task.Msg) task.Position { return task.Position{Attempt: m.Event.Attempt, Seq: m.Event.Seq} }
+	slices.SortStableFunc(ms, func(a, b task.Msg) int {
 		switch pa, pb := pos(a), pos(b); {
 		case pa.Before(pb):
 			return -1
@@ -273,25 +263,25 @@ func inSeqOrder(ms []Msg) []Msg {
 		}
 		return 0
 	})
-	return slices.CompactFunc(ms, func(a, b Msg) bool { return pos(a) == pos(b) })
+	return slices.CompactFunc(ms, func(a, b task.Msg) bool { return pos(a) == pos(b) })
 }
 
 // LastEvent returns the last logged event of taskID; false when the log holds
 // none. A runner taking over a task numbers its events after it.
-func (b *Bus) LastEvent(ctx context.Context, taskID string) (Msg, bool, error) {
+func (b *Bus) LastEvent(ctx context.Context, taskID string) (task.Msg, bool, error) {
 	if err := checkToken(taskID); err != nil {
-		return Msg{}, false, fmt.Errorf("last event: %w", err)
+		return task.Msg{}, false, fmt.Errorf("last event: %w", err)
 	}
 	raw, err := b.tasks.GetLastMsgForSubject(ctx, TaskSubject(taskID))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return Msg{}, false, nil
+		return task.Msg{}, false, nil
 	}
 	if err != nil {
-		return Msg{}, false, fmt.Errorf("last event of task %s: %w", taskID, err)
+		return task.Msg{}, false, fmt.Errorf("last event of task %s: %w", taskID, err)
 	}
 	e, err := protocol.DecodeEvent(raw.Data)
 	if err != nil {
-		return Msg{}, false, fmt.Errorf("last event of task %s: %w", taskID, err)
+		return task.Msg{}, false, fmt.Errorf("last event of task %s: %w", taskID, err)
 	}
-	return Msg{Event: e, Data: raw.Data, StreamPos: raw.Sequence}, true, nil
+	return task.Msg{Event: e, Data: raw.Data, StreamPos: raw.Sequence}, true, nil
 }

@@ -10,24 +10,10 @@ import (
 // The runner depends on these small interfaces, not on Postgres or NATS, so
 // that only cmd/runner knows the concrete store and bus.
 
-// Store is the part of the source of truth a runner writes: every write is
-// fenced by the attempt it holds.
-type Store interface {
-	Claim(ctx context.Context, c task.Claim) (task.Task, error)
-	// Restart makes the runner's attempt a new pending attempt with nothing
-	// kept, for an engine that cannot continue the kept prefix.
-	Restart(ctx context.Context, taskID string, attempt int) (task.Task, error)
-	Heartbeat(ctx context.Context, taskID string, attempt int) (cancelRequested bool, err error)
-	SaveSnapshot(ctx context.Context, s task.Snapshot) error
-	Finish(ctx context.Context, f task.Finish) (task.Task, error)
-	// Context is the conversation before the task, for engines that send it to a model.
-	Context(ctx context.Context, taskID string, limit int) ([]task.Message, error)
-	// Attachments are the files of the task's message and of the messages
-	// Context returns, with the texts the budget allows (task.RunnerStore).
-	Attachments(ctx context.Context, taskID string, limit, textBudget int) ([]task.AttachmentFile, error)
-}
-
-var _ Store = (task.RunnerStore)(nil)
+// Store is the part of the source of truth a runner writes, every write
+// fenced by the attempt it holds: task.RunnerStore, declared with the domain
+// so the Postgres store states that it has it.
+type Store = task.RunnerStore
 
 // Dispatch asks a runner to run a task.
 type Dispatch struct {

@@ -53,6 +53,18 @@ func StatusEvent(t Task) Event {
 	return e
 }
 
+// Msg is one event of a task's stream as the bus carries it, from the
+// runner's publish to the tabs: the event, its wire JSON (forwarded to
+// clients as it is) and, when it was read from the log, its sequence in the
+// log's stream (0 for a live message, whose position a core subscriber is
+// not told). A live Msg's Event holds what a forwarder needs (type, seq,
+// attempt, a status event's status and the task id); the rest is in Data.
+type Msg struct {
+	Event     Event
+	Data      []byte
+	StreamPos uint64
+}
+
 // Position is where a reader of a task's stream stands: the attempt and seq
 // of the last event it applied. Readers order events by (attempt, seq).
 type Position struct {

@@ -62,6 +62,10 @@ type Page struct {
 // scoped to the user: another user's ids behave exactly like missing ones.
 type Store interface {
 	Submit(ctx context.Context, req SubmitRequest) (SubmitResult, error)
+	// SubmitVersion is Submit of a turn the client places (ParentTaskID or
+	// VersionOf set): a new version of a turn, or a message that follows a
+	// turn other than the newest (docs/protocol.md, "Versions").
+	SubmitVersion(ctx context.Context, req SubmitRequest) (SubmitResult, error)
 	Get(ctx context.Context, userID, taskID string) (Task, error)
 	Cancel(ctx context.Context, userID, taskID string) (CancelResult, error)
 	// History returns messages oldest first and the cursor of the page
@@ -75,6 +79,11 @@ type Store interface {
 	// and tasks; its uploads are discarded (they expire at once, and the
 	// upload sweep removes them with their bytes).
 	DeleteConversation(ctx context.Context, userID, conversationID string) error
+	// RenameConversation sets a conversation's title and returns it.
+	RenameConversation(ctx context.Context, userID, conversationID, title string) (Conversation, error)
+	// SearchConversations returns the user's conversations whose title or
+	// messages match query, paged like Conversations.
+	SearchConversations(ctx context.Context, userID, query string, p Page) ([]Conversation, string, error)
 }
 
 // Claim asks to run a task.
@@ -126,8 +135,6 @@ type RunnerStore interface {
 	Heartbeat(ctx context.Context, taskID string, attempt int) (cancelRequested bool, err error)
 	SaveSnapshot(ctx context.Context, s Snapshot) error
 	Finish(ctx context.Context, f Finish) (Task, error)
-	// Load reads a task regardless of its user (runner and maintenance side).
-	Load(ctx context.Context, taskID string) (Task, error)
 	// Context returns the messages of the task's conversation before the
 	// task's own user message, oldest first: the newest limit of them.
 	Context(ctx context.Context, taskID string, limit int) ([]Message, error)

@@ -14,27 +14,11 @@ import (
 // New adapts b to gateway.Bus.
 func New(b *natsbus.Bus) gateway.Bus { return gatewayBus{b} }
 
+var _ gateway.Bus = gatewayBus{}
+
+// gatewayBus is the bus as it is, but for PublishEvent: the gateway waits
+// for the log to have the event and has no use for its stream position.
 type gatewayBus struct{ *natsbus.Bus }
-
-func toGateway(m natsbus.Msg) gateway.Msg {
-	return gateway.Msg{Event: m.Event, Data: m.Data, StreamPos: m.StreamPos}
-}
-
-func (g gatewayBus) SubscribeTask(taskID string, fn func(gateway.Msg), lost func()) (func() error, error) {
-	return g.Bus.SubscribeTask(taskID, func(m natsbus.Msg) { fn(toGateway(m)) }, lost)
-}
-
-func (g gatewayBus) ReadLog(ctx context.Context, taskID string, after task.Position, fromStreamPos uint64) ([]gateway.Msg, error) {
-	ms, err := g.Bus.ReadLog(ctx, taskID, after, fromStreamPos)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]gateway.Msg, len(ms))
-	for i, m := range ms {
-		out[i] = toGateway(m)
-	}
-	return out, nil
-}
 
 func (g gatewayBus) PublishEvent(ctx context.Context, e task.Event) error {
 	_, err := g.Bus.PublishEventSync(ctx, e)
