@@ -128,7 +128,7 @@ func (s *Server) cancelTask(ctx context.Context, user, taskID string) (task.Task
 	if t.Status.Terminal() {
 		return t, nil
 	}
-	go f.start(t, nil, true)
+	f.spawn(func() { f.start(t, nil, existingTask) })
 	wait, stop := context.WithTimeout(ctx, s.cfg.CancelWait)
 	defer stop()
 	select {
@@ -153,7 +153,7 @@ func (w *terminalWatch) sendSnapshot(t task.Task, _ []byte) bool {
 
 func (w *terminalWatch) waitRoom(context.Context) {}
 
-func (w *terminalWatch) sendEvent(m Msg) bool {
+func (w *terminalWatch) sendEvent(m task.Msg) bool {
 	if m.Event.Terminal() {
 		close(w.done)
 		return false
@@ -161,15 +161,10 @@ func (w *terminalWatch) sendEvent(m Msg) bool {
 	return true
 }
 
-// firstSnapshot is called once a follower's live feed is attached. It
-// returns the first snapshot, the reply that carries it, and whether the log
-// may hold events after the snapshot (false only for a task created by this
-// call: its events all come after the follower was attached).
-type firstSnapshot func(ctx context.Context) (t task.Task, reply []byte, probe bool, err error)
-
-// follow attaches sink k to a task and starts the resume rule with the
-// snapshot first returns.
-func (s *Server) follow(ctx context.Context, user, taskID string, k sink, first firstSnapshot) (*follower, error) {
+// attach makes a follower of the task for sink k and attaches it to the
+// live feed: from when it returns, every event published reaches it. The
+// caller then reads (or creates) the task and hands the snapshot to start.
+func (s *Server) attach(ctx context.Context, user, taskID string, k sink) (*follower, error) {
 	f := newFollower(ctx, s.hub, taskID, k, func(ctx context.Context) (task.Task, error) {
 		return s.store.Get(ctx, user, taskID)
 	})
@@ -177,12 +172,6 @@ func (s *Server) follow(ctx context.Context, user, taskID string, k sink, first 
 		s.log.Warn("attach", "task_id", taskID, "err", err)
 		return nil, task.Unavailable("event bus", err)
 	}
-	t, reply, probe, err := first(ctx)
-	if err != nil {
-		f.stop()
-		return nil, err
-	}
-	f.start(t, reply, probe)
 	return f, nil
 }
 

@@ -153,11 +153,11 @@ func (s *Server) Watch(ctx context.Context, user, taskID string, replay bool) (*
 	if replay && t.Attempt == 1 && t.Seq <= maxReplayEvents {
 		if logged, at, ok := s.resumeAt(ctx, t, 0); ok {
 			w.push(Update{Snapshot: beforeFirstEvent(t)}, false)
-			go f.startAt(at, logged, task.PositionOf(t))
+			f.spawn(func() { f.startAt(at, logged, task.PositionOf(t)) })
 			return w, nil
 		}
 	}
-	go f.start(t, nil, true)
+	f.spawn(func() { f.start(t, nil, existingTask) })
 	return w, nil
 }
 
@@ -277,7 +277,7 @@ func (w *Watch) sendSnapshot(t task.Task, _ []byte) bool {
 	return w.push(Update{Snapshot: &t}, t.Status.Terminal())
 }
 
-func (w *Watch) sendEvent(m Msg) bool {
+func (w *Watch) sendEvent(m task.Msg) bool {
 	if m.Event.Type == task.EventProgress {
 		// What the ordering needs is peeked already; the value is not
 		// what these encoders send.

@@ -16,7 +16,7 @@ type sink interface {
 	// sendSnapshot delivers a snapshot; reply is the encoded direct reply
 	// (submitted or snapshot) or nil for an unsolicited resync snapshot.
 	sendSnapshot(t task.Task, reply []byte) bool
-	sendEvent(m Msg) bool
+	sendEvent(m task.Msg) bool
 	// waitRoom blocks until the sink has taken most of what is queued (or ctx
 	// ends). A catch-up waits on it between batches, so replaying a long log
 	// to a tab that reads is never mistaken for a tab that does not.
@@ -82,7 +82,7 @@ type follower struct {
 	// snapshot the follower resumed before without sending it); if the
 	// recent events and the log do not get there, the snapshot is sent.
 	reach task.Position
-	buf   []Msg
+	buf   []task.Msg
 	// bufBytes is the size of buf's events, bounded by the hub's maxBuffer.
 	bufBytes int
 }
@@ -115,11 +115,21 @@ func newFollower(ctx context.Context, h *hub, taskID string, s sink, snapshot fu
 	return &follower{hub: h, taskID: taskID, sink: s, snapshot: snapshot, ctx: ctx, filling: true}
 }
 
+// origin says where the events after a follower's first snapshot can be.
+type origin bool
+
+const (
+	// existingTask: some may have been published before the follower was
+	// attached, so the catch-up looks in the log.
+	existingTask origin = true
+	// createdAfterAttach: the task was created once the follower was
+	// attached, so every event of it comes on the live feed.
+	createdAfterAttach origin = false
+)
+
 // start delivers the first snapshot (with its reply) and catches up. The
-// follower must already be attached. probe says whether the log may hold
-// events after the snapshot that were published before the follower was
-// attached (false only for a task created after the attach).
-func (f *follower) start(t task.Task, reply []byte, probe bool) {
+// follower must already be attached.
+func (f *follower) start(t task.Task, reply []byte, from origin) {
 	f.sendMu.Lock()
 	f.mu.Lock()
 	if f.done {
@@ -136,14 +146,14 @@ func (f *follower) start(t task.Task, reply []byte, probe bool) {
 		f.finish()
 		return
 	}
-	f.catchUp(probe)
+	f.catchUp(bool(from))
 }
 
 // startAt continues after last without a snapshot (SSE Last-Event-ID):
 // first the logged events already read after it, then the usual catch-up,
 // which must get at least to reach (the snapshot the resume stands in for)
 // or sends that snapshot.
-func (f *follower) startAt(last task.Position, logged []Msg, reach task.Position) {
+func (f *follower) startAt(last task.Position, logged []task.Msg, reach task.Position) {
 	f.mu.Lock()
 	if f.done {
 		f.mu.Unlock()
@@ -154,6 +164,16 @@ func (f *follower) startAt(last task.Position, logged []Msg, reach task.Position
 	f.mu.Unlock()
 	f.deliverBatches(logged)
 	f.catchUp(true)
+}
+
+// spawn runs fn (a start or a catch-up) in a goroutine the hub counts, so
+// the gateway's Shutdown waits for it.
+func (f *follower) spawn(fn func()) {
+	f.hub.work.Add(1)
+	go func() {
+		defer f.hub.work.Done()
+		fn()
+	}()
 }
 
 // stop detaches the follower; nothing is delivered after it returns.
@@ -185,14 +205,14 @@ func (f *follower) probe() {
 		f.reprobe = true
 	default:
 		f.filling = true
-		go f.catchUp(true)
+		f.spawn(func() { f.catchUp(true) })
 	}
 }
 
 // onLive receives an event from the topic, in upstream order. It only
 // buffers while the follower catches up, and otherwise hands the event to
 // the sink (a push onto a queue, which never blocks).
-func (f *follower) onLive(m Msg) {
+func (f *follower) onLive(m task.Msg) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.done {
@@ -213,7 +233,7 @@ func (f *follower) onLive(m Msg) {
 		f.hub.metrics.gaps.Inc()
 		f.filling = true
 		f.buf, f.bufBytes = append(f.buf[:0], m), len(m.Data)
-		go f.catchUp(false)
+		f.spawn(func() { f.catchUp(false) })
 		return
 	}
 	f.sendLiveLocked(m)
@@ -225,7 +245,7 @@ func (f *follower) onLive(m Msg) {
 // after later ones. Such an event is put back in its place (among the last
 // maxReorder of its attempt), so it closes the gap it left; a repeat is
 // dropped.
-func (f *follower) bufferLocked(m Msg) {
+func (f *follower) bufferLocked(m task.Msg) {
 	if len(f.buf) >= maxFollowBuffer || f.bufBytes+len(m.Data) > f.hub.maxBuffer {
 		// Far behind: drop the buffer; the catch-up resyncs.
 		f.hub.metrics.limitRefusals.WithLabelValues(limitFollowBuffer).Inc()
@@ -268,7 +288,7 @@ func (f *follower) passBufferedLocked() {
 // sendLiveLocked hands a live event that is not a gap to the sink: the next
 // one (or a newer attempt's start) is delivered, a repeat or a stale event
 // dropped. f.mu is held, and no batch is being delivered.
-func (f *follower) sendLiveLocked(m Msg) {
+func (f *follower) sendLiveLocked(m task.Msg) {
 	switch f.last.Step(m.Event) {
 	case task.StepStale:
 		f.hub.metrics.stale.Inc()
@@ -289,7 +309,7 @@ func (f *follower) sendLiveLocked(m Msg) {
 // catchUpBatch of them: repeats and stale events are passed over, a gap
 // stops it. It returns them, how many of msgs it consumed, and whether it
 // stopped at a gap. f.mu is held.
-func nextBatch(msgs []Msg, at task.Position) (batch []Msg, used int, gap bool) {
+func nextBatch(msgs []task.Msg, at task.Position) (batch []task.Msg, used int, gap bool) {
 	for used < len(msgs) && len(batch) < catchUpBatch {
 		m := msgs[used]
 		switch at.Step(m.Event) {
@@ -306,7 +326,7 @@ func nextBatch(msgs []Msg, at task.Position) (batch []Msg, used int, gap bool) {
 
 // deliver hands a batch to the sink under sendMu and moves f.last past it.
 // It reports false when the follower is done.
-func (f *follower) deliver(batch []Msg) bool {
+func (f *follower) deliver(batch []task.Msg) bool {
 	f.sendMu.Lock()
 	defer f.sendMu.Unlock()
 	var pos uint64
@@ -362,7 +382,7 @@ func (f *follower) drain() (gap, ok bool) {
 
 // deliverBatches hands msgs that continue f.last to the sink, a batch at a
 // time, waiting for the sink to drain in between; it stops at a gap.
-func (f *follower) deliverBatches(msgs []Msg) {
+func (f *follower) deliverBatches(msgs []task.Msg) {
 	for len(msgs) > 0 {
 		f.sink.waitRoom(f.ctx)
 		f.mu.Lock()

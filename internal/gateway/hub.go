@@ -26,6 +26,10 @@ type hub struct {
 
 	mu     sync.Mutex
 	topics map[string]*topic
+
+	// work counts the followers' goroutines (starts and catch-ups), for
+	// Shutdown to wait on once every tab and stream is gone.
+	work sync.WaitGroup
 }
 
 func newHub(bus Bus, log *slog.Logger, m *metrics, recent int, linger time.Duration, maxBuffer int) *hub {
@@ -48,9 +52,9 @@ type topic struct {
 	followers []*follower
 	gone      int
 	refs      int
-	recent    []Msg // contiguous in seq, oldest first
-	recentLen int   // bytes of recent's events, at most the hub's maxBuffer
-	warm      bool  // a follower got a snapshot here: worth lingering for
+	recent    []task.Msg // contiguous in seq, oldest first
+	recentLen int        // bytes of recent's events, at most the hub's maxBuffer
+	warm      bool       // a follower got a snapshot here: worth lingering for
 	unsub     func() error
 	idle      *time.Timer
 }
@@ -232,8 +236,8 @@ func (h *hub) catchUpAll() {
 
 // publish returns the upstream callback: it records the event in the recent
 // buffer and hands it to every follower, in the order NATS delivers.
-func (t *topic) publish(h *hub) func(Msg) {
-	return func(m Msg) {
+func (t *topic) publish(h *hub) func(task.Msg) {
+	return func(m task.Msg) {
 		t.mu.Lock()
 		t.remember(m, h.recent, h.maxBuffer)
 		fs, gone := t.followers, t.gone
@@ -262,7 +266,7 @@ func (t *topic) lost() {
 // (attempt, seq) order of task.Position.Step: a repeat or a fenced-out
 // runner's stale event is not kept, and an event that does not continue the
 // last one starts the buffer afresh.
-func (t *topic) remember(m Msg, max, maxBytes int) {
+func (t *topic) remember(m task.Msg, max, maxBytes int) {
 	if n := len(t.recent); n > 0 {
 		switch positionOf(t.recent[n-1]).Step(m.Event) {
 		case task.StepStale, task.StepRepeat:
@@ -292,22 +296,22 @@ func (t *topic) remember(m Msg, max, maxBytes int) {
 // after returns the remembered events that follow the position p. ok is
 // false when the buffer does not reach back to p, so the caller must read
 // the log.
-func (t *topic) after(p task.Position) (msgs []Msg, ok bool) {
+func (t *topic) after(p task.Position) (msgs []task.Msg, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for i := len(t.recent) - 1; i >= 0; i-- {
 		if positionOf(t.recent[i]) == p {
-			return append([]Msg(nil), t.recent[i+1:]...), true
+			return append([]task.Msg(nil), t.recent[i+1:]...), true
 		}
 	}
 	if len(t.recent) > 0 {
 		if step := p.Step(t.recent[0].Event); step == task.StepNext || step == task.StepStart {
-			return append([]Msg(nil), t.recent...), true
+			return append([]task.Msg(nil), t.recent...), true
 		}
 	}
 	return nil, false
 }
 
-func positionOf(m Msg) task.Position {
+func positionOf(m task.Msg) task.Position {
 	return task.Position{Attempt: m.Event.Attempt, Seq: m.Event.Seq}
 }

@@ -2,6 +2,12 @@
 // other clients (PROTOCOL.md sections 1, 4 and 5): it authenticates, creates
 // and cancels tasks through the store, and fans task events from the bus out
 // to every attached tab with the resume rule of DESIGN.md.
+//
+// It depends on two interfaces that say all it needs, task.Store and Bus
+// (no feature is found by a type assertion, so a wrapped or fake store has
+// them all); cmd/gateway wires Postgres and NATS (natsgateway). The hub and
+// user hub hold no lock across a bus call, and every goroutine a tab or
+// stream starts is counted, so Shutdown waits for all of them.
 package gateway
 
 import (
@@ -69,6 +75,11 @@ type Config struct {
 	TopicLinger  time.Duration
 	// MaxSubscriptions per connection. Default 256.
 	MaxSubscriptions int
+	// RequestTimeout bounds the store work of one request (an HTTP JSON
+	// endpoint, a WebSocket history or conversations request): past it the
+	// request answers unavailable instead of holding the tab's slot for as
+	// long as the database is stuck. Default DefaultRequestTimeout.
+	RequestTimeout time.Duration
 	// UI serves everything that is not an API route (the chat UI).
 	UI     http.Handler
 	Logger *slog.Logger
@@ -81,6 +92,9 @@ type Config struct {
 
 const minQueueBytes = 1 << 20
 
+// DefaultRequestTimeout is Config.RequestTimeout's default.
+const DefaultRequestTimeout = 15 * time.Second
+
 func (c Config) withDefaults() Config {
 	c.QueueBytes = max(cmp.Or(c.QueueBytes, 4<<20), minQueueBytes)
 	c.PingInterval = cmp.Or(c.PingInterval, 25*time.Second)
@@ -91,6 +105,7 @@ func (c Config) withDefaults() Config {
 	c.RecentEvents = cmp.Or(c.RecentEvents, 4096)
 	c.TopicLinger = cmp.Or(c.TopicLinger, 30*time.Second)
 	c.MaxSubscriptions = cmp.Or(c.MaxSubscriptions, 256)
+	c.RequestTimeout = cmp.Or(c.RequestTimeout, DefaultRequestTimeout)
 	c.MaxTabsPerUser = cmp.Or(c.MaxTabsPerUser, 64)
 	c.MaxPending = cmp.Or(c.MaxPending, 64)
 	c.SessionTTL = cmp.Or(c.SessionTTL, 30*24*time.Hour)
@@ -167,6 +182,12 @@ func New(cfg Config, store task.Store, bus Bus) (*Server, error) {
 	return s, nil
 }
 
+// requestContext is the context of one request's store work: ctx with the
+// request deadline.
+func (s *Server) requestContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.cfg.RequestTimeout)
+}
+
 // Shutdown closes every tab with 1012 once its queued events are written,
 // ends SSE streams, and drops upstream subscriptions. It returns when all
 // connections are gone or ctx ends.
@@ -192,6 +213,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		wg.Wait()
 		s.cancel() // ends SSE streams and any remaining work
 		s.streams.Wait()
+		s.hub.work.Wait() // the followers' catch-ups, which stop with their streams
 		close(done)
 	}()
 	var err error

@@ -92,7 +92,7 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 	}
 
 	var (
-		logged []Msg
+		logged []task.Msg
 		at     task.Position
 		resume bool
 	)
@@ -100,9 +100,9 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 		logged, at, resume = s.resumeAt(ctx, t, lastID)
 	}
 	if resume {
-		go f.startAt(at, logged, task.PositionOf(t))
+		f.spawn(func() { f.startAt(at, logged, task.PositionOf(t)) })
 	} else {
-		go f.start(t, nil, true)
+		f.spawn(func() { f.start(t, nil, existingTask) })
 	}
 
 	keepAlive := time.NewTicker(s.cfg.SSEKeepAlive)
@@ -174,7 +174,7 @@ func (s *Server) flushSSE(rc *http.ResponseController) error {
 // follower fetches what follows from the gateway's recent events or the log
 // (and sends the snapshot if they do not reach it); past the snapshot, only
 // the log after the snapshot's position is read, to find the event.
-func (s *Server) resumeAt(ctx context.Context, t task.Task, lastID int64) ([]Msg, task.Position, bool) {
+func (s *Server) resumeAt(ctx context.Context, t task.Task, lastID int64) ([]task.Msg, task.Position, bool) {
 	if t.Attempt == 1 {
 		if lastID <= t.Seq {
 			return nil, task.Position{Attempt: 1, Seq: lastID}, true
@@ -204,7 +204,7 @@ func (s *Server) resumeAt(ctx context.Context, t task.Task, lastID int64) ([]Msg
 	if newest < t.Attempt {
 		return nil, task.Position{}, false
 	}
-	first := slices.IndexFunc(msgs, func(m Msg) bool { return m.Event.Attempt == newest })
+	first := slices.IndexFunc(msgs, func(m task.Msg) bool { return m.Event.Attempt == newest })
 	startSeq := msgs[first].Event.Seq
 	if lastID < startSeq && newest > 1 {
 		return nil, task.Position{}, false
@@ -247,7 +247,7 @@ func (k *sseSink) sendSnapshot(t task.Task, _ []byte) bool {
 	return ok
 }
 
-func (k *sseSink) sendEvent(m Msg) bool {
+func (k *sseSink) sendEvent(m task.Msg) bool {
 	var b bytes.Buffer
 	_ = protocol.SSEEvent(&b, string(m.Event.Type), m.Event.Seq, m.Data)
 	ok := k.out.push(b.Bytes())

@@ -258,25 +258,13 @@ func (ss *wsSession) handle(req protocol.Request) {
 	}
 	switch req.Type {
 	case "submit":
-		ss.followTask(req, func(ctx context.Context) (task.Task, []byte, bool, error) {
-			res, err := s.submit(ctx, user, task.SubmitRequest{TaskID: req.TaskID,
-				ConversationID: req.ConversationID, Content: req.Content, Attachments: req.Attachments,
-				ParentTaskID: req.ParentTaskID, VersionOf: req.VersionOf})
-			if err != nil {
-				return task.Task{}, nil, false, err
-			}
-			// A task created here has no events before the follower was
-			// attached: there is nothing in the log to look for.
-			return res.Task, protocol.Submitted(req.Req, res.Task, res.Created), !res.Created, nil
-		}, fail)
+		if err := ss.submitTask(req); err != nil {
+			fail(err)
+		}
 	case "subscribe":
-		ss.followTask(req, func(ctx context.Context) (task.Task, []byte, bool, error) {
-			t, err := s.store.Get(ctx, user, req.TaskID)
-			if err != nil {
-				return task.Task{}, nil, false, err
-			}
-			return t, protocol.Snapshot(req.Req, t), true, nil
-		}, fail)
+		if err := ss.subscribeTask(req); err != nil {
+			fail(err)
+		}
 	case "unsubscribe":
 		ss.unfollow(req.TaskID)
 		ss.send(protocol.Unsubscribed(req.Req, req.TaskID))
@@ -295,22 +283,26 @@ func (ss *wsSession) handle(req protocol.Request) {
 			ss.send(protocol.Cancelled(req.Req, t))
 		}()
 	case "history":
-		msgs, next, err := s.store.History(ss.ctx, user, req.ConversationID, task.Page{Before: req.Before, Limit: req.Limit})
+		ctx, cancel := s.requestContext(ss.ctx)
+		defer cancel()
+		msgs, next, err := s.store.History(ctx, user, req.ConversationID, task.Page{Before: req.Before, Limit: req.Limit})
 		if err != nil {
 			fail(err)
 			return
 		}
 		ss.send(protocol.History(req.Req, msgs, next))
 	case "conversations":
+		ctx, cancel := s.requestContext(ss.ctx)
+		defer cancel()
 		var (
 			cs   []task.Conversation
 			next string
 			err  error
 		)
 		if p := (task.Page{Before: req.Before, Limit: req.Limit}); req.Query != "" {
-			cs, next, err = s.searchConversations(ss.ctx, user, req.Query, p)
+			cs, next, err = s.store.SearchConversations(ctx, user, req.Query, p)
 		} else {
-			cs, next, err = s.store.Conversations(ss.ctx, user, p)
+			cs, next, err = s.store.Conversations(ctx, user, p)
 		}
 		if err != nil {
 			fail(err)
@@ -324,28 +316,70 @@ func (ss *wsSession) handle(req protocol.Request) {
 	}
 }
 
-// followTask (re)subscribes the tab to a task: an existing subscription of
-// this tab is replaced, so events are never doubled.
-func (ss *wsSession) followTask(req protocol.Request, first firstSnapshot, fail func(error)) {
-	ss.unfollow(req.TaskID)
+// submitTask follows the task it submits: subscribe, then write, then
+// dispatch. The follower is attached before the task is written, so a task
+// created here has all its events on the live feed; the reply (submitted,
+// with the snapshot) goes out before any of them.
+func (ss *wsSession) submitTask(req protocol.Request) error {
+	f, err := ss.attach(req.TaskID)
+	if err != nil {
+		return err
+	}
+	res, err := ss.s.submit(ss.ctx, ss.id.user, task.SubmitRequest{TaskID: req.TaskID,
+		ConversationID: req.ConversationID, Content: req.Content, Attachments: req.Attachments,
+		ParentTaskID: req.ParentTaskID, VersionOf: req.VersionOf})
+	if err != nil {
+		f.stop()
+		return err
+	}
+	from := existingTask // a repeated submit: the task has a past
+	if res.Created {
+		from = createdAfterAttach
+	}
+	f.start(res.Task, protocol.Submitted(req.Req, res.Task, res.Created), from)
+	ss.keep(req.TaskID, f)
+	return nil
+}
+
+// subscribeTask follows an existing task: subscribe, then read the
+// snapshot, then catch up from the log.
+func (ss *wsSession) subscribeTask(req protocol.Request) error {
+	f, err := ss.attach(req.TaskID)
+	if err != nil {
+		return err
+	}
+	t, err := ss.s.store.Get(ss.ctx, ss.id.user, req.TaskID)
+	if err != nil {
+		f.stop()
+		return err
+	}
+	f.start(t, protocol.Snapshot(req.Req, t), existingTask)
+	ss.keep(req.TaskID, f)
+	return nil
+}
+
+// attach replaces the tab's follower of a task, if any, with a new one
+// attached to the live feed, so events are never doubled; it refuses past
+// the tab's subscription limit.
+func (ss *wsSession) attach(taskID string) (*follower, error) {
+	ss.unfollow(taskID)
 	ss.mu.Lock()
 	n := len(ss.follows)
 	ss.mu.Unlock()
 	if n >= ss.s.cfg.MaxSubscriptions {
 		ss.s.metrics.limitRefusals.WithLabelValues(limitSubscriptions).Inc()
-		fail(task.Errorf(task.CodeRateLimited, "too many subscriptions on this connection (%d); unsubscribe first", ss.s.cfg.MaxSubscriptions))
-		return
+		return nil, task.Errorf(task.CodeRateLimited, "too many subscriptions on this connection (%d); unsubscribe first", ss.s.cfg.MaxSubscriptions)
 	}
-	f, err := ss.s.follow(ss.ctx, ss.id.user, req.TaskID, tabSink{ss}, first)
-	if err != nil {
-		fail(err)
-		return
-	}
+	return ss.s.attach(ss.ctx, ss.id.user, taskID, tabSink{ss})
+}
+
+// keep records f as the tab's follower of taskID.
+func (ss *wsSession) keep(taskID string, f *follower) {
 	ss.mu.Lock()
 	if ss.follows == nil {
 		ss.follows = map[string]*follower{}
 	}
-	ss.follows[req.TaskID] = f
+	ss.follows[taskID] = f
 	ss.mu.Unlock()
 }
 
@@ -497,7 +531,7 @@ func (k tabSink) sendSnapshot(t task.Task, reply []byte) bool {
 	return k.ss.send(reply)
 }
 
-func (k tabSink) sendEvent(m Msg) bool { return k.ss.send(m.Data) }
+func (k tabSink) sendEvent(m task.Msg) bool { return k.ss.send(m.Data) }
 
 func (k tabSink) waitRoom(ctx context.Context) { k.ss.out.waitRoom(ctx) }
 
