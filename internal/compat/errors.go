@@ -66,9 +66,7 @@ func errorBody(err error) (int, openAIError) {
 // when to try again.
 func writeError(w http.ResponseWriter, err error) {
 	status, body := errorBody(err)
-	if status == http.StatusServiceUnavailable {
-		w.Header().Set("Retry-After", "1")
-	}
+	protocol.SetRetryAfter(w.Header(), body.Code)
 	writeJSON(w, status, struct {
 		Error openAIError `json:"error"`
 	}{body})

@@ -80,27 +80,25 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 	})
 }
 
-// readyz answers 200 when Postgres and NATS both answer, else 503; either
-// way the body says which dependency is down and why:
-// {"status":"ready"|"unavailable","postgres":"ok"|reason,"nats":"ok"|reason}.
+// readyz answers 200 when Postgres and NATS both answer, else 503, with a
+// body that says which is down: {"status":"ready"|"unavailable",
+// "postgres":"ok"|"down","nats":"ok"|"down"}. The endpoint takes no auth,
+// so why a dependency is down (addresses, server messages) goes to the log
+// only.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	state := func(err error) string {
-		if err == nil {
-			return "ok"
-		}
-		var e *task.Error
-		if errors.As(err, &e) && e.Err != nil {
-			err = e.Err
-		}
-		return "down: " + err.Error()
-	}
 	var pgErr, natsErr error
 	if s.cfg.Ready != nil {
 		pgErr = s.cfg.Ready(ctx)
 	}
 	natsErr = s.bus.Ready(ctx)
+	state := func(err error) string {
+		if err != nil {
+			return "down"
+		}
+		return "ok"
+	}
 	body := struct {
 		Status   string `json:"status"`
 		Postgres string `json:"postgres"`
@@ -109,16 +107,28 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	status := http.StatusOK
 	if pgErr != nil || natsErr != nil {
 		body.Status, status = "unavailable", http.StatusServiceUnavailable
-		s.log.Warn("not ready", "postgres", body.Postgres, "nats", body.NATS)
+		s.log.Warn("not ready", "postgres", errText(pgErr), "nats", errText(natsErr))
 	}
 	_ = writeValue(w, status, body)
 }
 
-// apiHandler is an authenticated, rate-limited JSON endpoint.
+// errText is err's text for a log line, "ok" for nil.
+func errText(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	return err.Error()
+}
+
+// apiHandler is an authenticated, rate-limited JSON endpoint. Its request's
+// context carries the request deadline (Config.RequestTimeout).
 type apiHandler func(w http.ResponseWriter, r *http.Request, user string) error
 
 func (s *Server) api(h apiHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := s.requestContext(r.Context())
+		defer cancel()
+		r = r.WithContext(ctx)
 		user, err := s.Caller(w, r)
 		if err != nil {
 			writeError(w, err)
@@ -189,7 +199,7 @@ func (s *Server) getConversations(w http.ResponseWriter, r *http.Request, user s
 		next string
 	)
 	if q := r.URL.Query().Get("q"); q != "" {
-		cs, next, err = s.searchConversations(r.Context(), user, q, p)
+		cs, next, err = s.store.SearchConversations(r.Context(), user, q, p)
 	} else {
 		cs, next, err = s.store.Conversations(r.Context(), user, p)
 	}
@@ -292,8 +302,6 @@ func writeJSON(w http.ResponseWriter, status int, b []byte) {
 // reaches the client. An unavailable answer says when to try again.
 func writeError(w http.ResponseWriter, err error) {
 	code := task.ErrorCode(err)
-	if code == task.CodeUnavailable {
-		w.Header().Set("Retry-After", "1")
-	}
+	protocol.SetRetryAfter(w.Header(), code)
 	writeJSON(w, protocol.HTTPStatus(code), protocol.HTTPError(code, task.ErrorMessage(err)))
 }

@@ -12,8 +12,8 @@ import (
 // taskColumns are the columns every task query returns, in the order
 // scanTask reads them. The output is the task's whole output: tasks.output
 // (for a running attempt, the prefix it kept) followed by the chunks the
-// running attempt's snapshots appended (task_output, see the migration
-// 00005). A query of a table aliased otherwise, or whose rows were just
+// running attempt's snapshots appended (task_output, migration 00008). A
+// query of a table aliased otherwise, or whose rows were just
 // changed in a way the chunks must not be added to, uses storedColumns.
 const taskColumns = taskColumnsHead + foldedOutput + taskColumnsTail
 

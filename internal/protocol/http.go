@@ -30,6 +30,15 @@ func HTTPStatus(code task.Code) int {
 	return http.StatusInternalServerError
 }
 
+// SetRetryAfter tells the client of an unavailable answer (a dependency is
+// down, PROTOCOL.md section 7) to try again in a second; other codes are
+// not worth retrying as they are.
+func SetRetryAfter(h http.Header, code task.Code) {
+	if code == task.CodeUnavailable {
+		h.Set("Retry-After", "1")
+	}
+}
+
 // HTTPError is the body of an HTTP error: {"error":{"code":..,"message":..}}.
 func HTTPError(code task.Code, message string) []byte {
 	type body struct {

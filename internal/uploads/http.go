@@ -167,8 +167,11 @@ func rfc5987(s string) string {
 	return b.String()
 }
 
+// writeError answers err with its code's status; an unavailable answer
+// says when to try again.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	code := task.ErrorCode(err)
+	protocol.SetRetryAfter(w.Header(), code)
 	writeJSON(w, r, protocol.HTTPStatus(code), protocol.HTTPError(code, task.ErrorMessage(err)))
 }
 
@@ -240,6 +243,7 @@ func (w *jsonErrors) finish() {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
+	protocol.SetRetryAfter(h, code)
 	w.ResponseWriter.WriteHeader(w.status)
 	if w.method != http.MethodHead {
 		_, _ = w.ResponseWriter.Write(body)
