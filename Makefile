@@ -55,5 +55,13 @@ bench:
 bench-go:
 	TETHER_PG_FSYNC=on ./scripts/with-test-pg.sh $(GO) test -run '^$$' -bench . -benchtime 2s ./...
 
+## bench-ui: the browser rendering benchmark (frontend/bench/render.mjs): Chromium's main-thread
+## time for a 20,000-token answer streamed into the page and for opening a 300-message
+## conversation; prints the table for frontend/README.md ("Browser rendering")
+.PHONY: bench-ui
+bench-ui: build
+	./scripts/ensure-chromium.sh
+	./scripts/with-test-pg.sh node frontend/bench/render.mjs
+
 clean:
 	rm -rf bin test-artifacts
