@@ -13,7 +13,12 @@ function setup(storage = new MemoryStorage(), channel: ReturnType<FakeBus['chann
   const views: ConversationView[] = [];
   client.events.on('view', (v) => views.push(v));
   const started = client.start();
-  return { p, client, storage, started, last: () => views[views.length - 1]! };
+  // The client sends a view once a frame: paint one, then read the last view.
+  const last = () => {
+    p.frame();
+    return views[views.length - 1]!;
+  };
+  return { p, client, storage, started, last };
 }
 
 type Req<T extends ClientMessage['type']> = Extract<ClientMessage, { type: T }>;

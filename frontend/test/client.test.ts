@@ -11,7 +11,12 @@ function setup(opts: { storage?: MemoryStorage; channel?: FakeChannel | null; pa
   const views: ConversationView[] = [];
   client.events.on('view', (v) => views.push(v));
   const started = client.start();
-  return { p, client, storage, views, started, last: () => views[views.length - 1]! };
+  // The client sends a view once a frame: paint one, then read the last view.
+  const last = () => {
+    p.frame();
+    return views[views.length - 1]!;
+  };
+  return { p, client, storage, views, started, last };
 }
 
 type Req<T extends ClientMessage['type']> = Extract<ClientMessage, { type: T }>;
@@ -173,15 +178,20 @@ describe('TetherClient restore', () => {
     await started;
     p.socket.push({ type: 'snapshot', req: req(p, 'subscribe').req, task: mkTask({ id: 'tA', status: 'running', seq: 5, progress: 20, output: 't1 t2 ' }) });
     p.socket.push({ type: 'delta', task_id: 'tA', seq: 6, attempt: 1, text: 't3 ' });
+    p.frame();
     const from = views.length;
     // The runner died; the new attempt kept 't1 t2 ' (6 bytes) and continues.
-    p.socket.push(
+    // A frame is painted after each message, so every state is a view.
+    for (const m of [
       { type: 'status', task_id: 'tA', seq: 6, status: 'pending', attempt: 2, keep: 6, error: null, result_ref: null },
       { type: 'status', task_id: 'tA', seq: 7, status: 'running', attempt: 2, keep: 6, error: null, result_ref: null },
       { type: 'delta', task_id: 'tA', seq: 8, attempt: 2, text: 't3 ' },
       { type: 'delta', task_id: 'tA', seq: 8, attempt: 1, text: 'stale ' },
       { type: 'status', task_id: 'tA', seq: 9, status: 'done', attempt: 2, error: null, result_ref: null },
-    );
+    ] as const) {
+      p.socket.push(m);
+      p.frame();
+    }
     const shown = views.slice(from).map((v) => v.messages[1]!);
     expect(shown.map((m) => m.content).every((c) => c.startsWith('t1 t2 '))).toBe(true);
     expect(shown.map((m) => m.progress).filter((x) => x !== null)).not.toContain(0);
@@ -213,6 +223,8 @@ describe('TetherClient restore', () => {
     p.socket.push({ type: 'snapshot', req: req(p, 'subscribe').req, task: mkTask({ id: 'tA', status: 'done', seq: 9, progress: 100, output: 'full answer' }) });
     answerHistory(p, pair('tA', 1, 'done', 'full answer'));
     await started;
+    expect(client.pointers.active()?.task_id).toBe('tA'); // not shown yet ...
+    p.frame();
     expect(activeWhenRendered).toBe('tA'); // rendered first ...
     expect(client.pointers.active()).toBeNull(); // ... then cleared
     expect(last().messages[1]).toMatchObject({ status: 'done', content: 'full answer' });

@@ -68,6 +68,7 @@ export class FakePlatform implements Platform {
   rand = 0.5;
   private timers: Timer[] = [];
   private nextId = 1;
+  private frames = new Map<number, () => void>();
   private onlineCbs = new Set<(o: boolean) => void>();
   private visCbs = new Set<(v: boolean) => void>();
 
@@ -104,7 +105,26 @@ export class FakePlatform implements Platform {
     this.visCbs.add(cb);
     return () => this.visCbs.delete(cb);
   }
+  requestFrame(fn: () => void): unknown {
+    const id = this.nextId++;
+    this.frames.set(id, fn);
+    return id;
+  }
+  cancelFrame(h: unknown): void {
+    this.frames.delete(h as number);
+  }
   // test side
+  /** Paints a frame: runs what waits for it and returns how many callbacks ran. */
+  frame(): number {
+    const due = [...this.frames.values()];
+    this.frames.clear();
+    for (const fn of due) fn();
+    return due.length;
+  }
+  /** Callbacks waiting for the next frame. */
+  get framesWaiting(): number {
+    return this.frames.size;
+  }
   get socket(): FakeSocket {
     const s = this.sockets[this.sockets.length - 1];
     if (!s) throw new Error('no socket');

@@ -32,6 +32,7 @@ export type { ClientOptions } from './options';
 export interface ClientEvents extends Record<string, unknown> {
   connection: ConnectionState;
   conversations: ConversationItem[];
+  /** The open conversation, at most once an animation frame (see ViewModel). */
   view: ConversationView;
   search: SearchState;
   /** Something the user should be told once (a refused submit, a failed cancel). */
@@ -50,8 +51,8 @@ export interface ClientEvents extends Record<string, unknown> {
  * conversation and its history pages, ConversationList and
  * ConversationSearch the sidebar, TaskStates what is known of each task,
  * Submits the writes, Following what the followed tasks' news means,
- * OtherTabs what the other tabs did, and ViewModel turns it all into the
- * view.
+ * OtherTabs what the other tabs did, and ViewModel turns it all into one
+ * view a frame.
  *
  * Usage: `const c = new TetherClient(); c.events.on('view', render); await c.start();`
  */
@@ -113,7 +114,7 @@ export class TetherClient {
     this.list = new ConversationList(this.connection, pageSize);
     this.finder = new ConversationSearch(this.connection, pageSize);
     this.tasks = new TaskStates(Math.max(opts.maxTasks ?? 500, 1), () => this.neededTasks());
-    this.model = new ViewModel(this.thread, this.tasks);
+    this.model = new ViewModel(this.thread, this.tasks, this.platform);
     const parts = { conn: this.connection, subscriptions: this.subscriptions, pointers: this.pointers, tasks: this.tasks, thread: this.thread, list: this.list, platform: this.platform };
     this.submits = new Submits({ ...parts, channel: this.channel, uuid: this.uuid, busy: () => this.model.build().busy });
     this.following = new Following({
@@ -196,6 +197,7 @@ export class TetherClient {
     return this.tasks.get(id);
   }
 
+  /** The open conversation as it is now (the `view` event brings it once a frame). */
   view(): ConversationView {
     return this.model.build();
   }

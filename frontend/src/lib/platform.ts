@@ -30,7 +30,18 @@ export interface Platform {
   /** document.visibilityState === 'visible'; true where unknown. */
   visible(): boolean;
   onVisibilityChange(cb: (visible: boolean) => void): () => void;
+  /**
+   * Calls fn once, before the next paint (requestAnimationFrame), so work
+   * that only feeds the screen is done once a frame however often it is
+   * asked for. A hidden tab paints nothing and gets no frames: a timer
+   * stands behind it, so fn still runs (timers there run about once a second).
+   */
+  requestFrame(fn: () => void): TimerHandle;
+  cancelFrame(h: TimerHandle): void;
 }
+
+/** How long a frame may be waited for before the timer behind it runs it (ms). */
+const frameBackstopMs = 100;
 
 /** The browser's platform. */
 export function browserPlatform(): Platform {
@@ -60,6 +71,23 @@ export function browserPlatform(): Platform {
       const h = () => cb(doc.visibilityState !== 'hidden');
       doc.addEventListener('visibilitychange', h);
       return () => doc.removeEventListener('visibilitychange', h);
+    },
+    requestFrame: (fn) => {
+      const raf = typeof g.requestAnimationFrame === 'function' ? g.requestAnimationFrame.bind(g) : null;
+      const f: { frame?: number; timer?: ReturnType<typeof setTimeout> } = {};
+      const run = () => {
+        if (f.frame !== undefined) g.cancelAnimationFrame(f.frame);
+        globalThis.clearTimeout(f.timer);
+        fn();
+      };
+      if (raf) f.frame = raf(run);
+      f.timer = globalThis.setTimeout(run, raf ? frameBackstopMs : 16);
+      return f;
+    },
+    cancelFrame: (h) => {
+      const f = h as { frame?: number; timer?: ReturnType<typeof setTimeout> };
+      if (f.frame !== undefined) g.cancelAnimationFrame(f.frame);
+      globalThis.clearTimeout(f.timer);
     },
   };
 }

@@ -1,4 +1,5 @@
 import { Emitter } from './emitter';
+import type { Platform, TimerHandle } from './platform';
 import type { TaskStates } from './tasks';
 import type { Thread } from './thread';
 import { buildMessages, showPath, type ViewMessage } from './view';
@@ -22,13 +23,22 @@ export interface ViewModelEvents extends Record<string, unknown> {
   view: ConversationView;
 }
 
-/** The open conversation as the UI shows it, built from the thread and the tasks' states. */
+/**
+ * The open conversation as the UI shows it, built from the thread and the
+ * tasks' states, and emitted at most once a frame: a WebSocket frame of 200
+ * deltas changes the answer 200 times and the page paints it once, so it is
+ * built and rendered once. Whatever changes asks for a view (invalidate);
+ * the frame emits the state as it is then, so the last change is never lost,
+ * only the ones a newer state already holds.
+ */
 export class ViewModel {
   readonly events = new Emitter<ViewModelEvents>();
+  private frame: TimerHandle | null = null;
 
   constructor(
     private readonly thread: Thread,
     private readonly tasks: TaskStates,
+    private readonly platform: Platform,
   ) {}
 
   /** The view as it is now. */
@@ -47,10 +57,23 @@ export class ViewModel {
     };
   }
 
-  /** Something the view shows changed: a view goes out. */
+  /** Something the view shows changed: a view goes out on the next frame, one however many changes come first. */
   invalidate(): void {
-    this.events.emit('view', this.build());
+    if (this.frame !== null) return;
+    this.frame = this.platform.requestFrame(() => {
+      this.frame = null;
+      this.events.emit('view', this.build());
+    });
   }
 
-  stop(): void {}
+  /** Whether a view waits for its frame. */
+  get pending(): boolean {
+    return this.frame !== null;
+  }
+
+  /** Drops the view waiting for its frame (the client stops). */
+  stop(): void {
+    if (this.frame !== null) this.platform.cancelFrame(this.frame);
+    this.frame = null;
+  }
 }
