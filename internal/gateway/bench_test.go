@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/tether-dev/tether/internal/engine/enginetest"
 )
 
 // BenchmarkSubmitToFirstDelta: a submit over WebSocket until the first
@@ -71,7 +73,7 @@ func BenchmarkFanOut(b *testing.B) {
 					for !f.apply(tb.next()) {
 						events++
 					}
-					if f.output() != streamOutput(2000) {
+					if f.output() != enginetest.StreamText(2000) {
 						b.Fatalf("tab got %d bytes", len(f.output()))
 					}
 					tb.send(map[string]any{"type": "unsubscribe", "task_id": id})

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,6 +21,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tether-dev/tether/internal/engine"
+	"github.com/tether-dev/tether/internal/eventually"
 	"github.com/tether-dev/tether/internal/gateway"
 	"github.com/tether-dev/tether/internal/gateway/natsgateway"
 	"github.com/tether-dev/tether/internal/natsbus"
@@ -318,8 +318,8 @@ func (tb *tab) next() frame {
 		default:
 		}
 		tb.t.Fatalf("tab closed while waiting: %v", tb.err)
-	case <-time.After(30 * time.Second):
-		tb.t.Fatal("no message within 30s")
+	case <-time.After(eventually.Deadline):
+		tb.t.Fatalf("no message within %v", eventually.Deadline)
 	}
 	return frame{}
 }
@@ -354,8 +354,8 @@ func (tb *tab) closed() websocket.StatusCode {
 		case <-tb.in:
 		case <-tb.done:
 			return websocket.CloseStatus(tb.err)
-		case <-time.After(30 * time.Second):
-			tb.t.Fatal("tab not closed within 30s")
+		case <-time.After(eventually.Deadline):
+			tb.t.Fatalf("tab not closed within %v", eventually.Deadline)
 		}
 	}
 }
@@ -417,17 +417,6 @@ func (f *follower) apply(m frame) bool {
 
 func isTerminal(s string) bool { return s == "done" || s == "failed" || s == "cancelled" }
 
-// streamOutput is the demo engine's exact output for /stream n.
-func streamOutput(n int) string {
-	var b strings.Builder
-	for i := 1; i <= n; i++ {
-		b.WriteString("t")
-		b.WriteString(strconv.Itoa(i))
-		b.WriteString(" ")
-	}
-	return b.String()
-}
-
 // httpDo sends an HTTP request as user and decodes the JSON answer.
 func (e *env) httpDo(method, path, user string, body any) (int, map[string]any) {
 	e.t.Helper()
@@ -448,18 +437,4 @@ func (e *env) httpDo(method, path, user string, body any) (int, map[string]any) 
 	var out map[string]any
 	_ = json.NewDecoder(resp.Body).Decode(&out)
 	return resp.StatusCode, out
-}
-
-// waitFor polls cond until it holds, failing after a deadline. It is for
-// state outside the test's control (a database row); events are awaited
-// on the tab itself.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }

@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/tether-dev/tether/internal/engine/enginetest"
+	"github.com/tether-dev/tether/internal/eventually"
 )
 
 // TestHTTP walks the HTTP endpoints of PROTOCOL.md section 5.
@@ -29,12 +32,12 @@ func TestHTTP(t *testing.T) {
 	if code, out := e.httpDo("POST", "/v1/tasks", "lou", body); code != http.StatusConflict || errCode(out) != "conflict" {
 		t.Fatalf("conflicting POST: %d %v", code, out)
 	}
-	waitFor(t, "the task to finish", func() bool {
+	eventually.True(t, "the task to finish", func() bool {
 		_, tk := e.httpDo("GET", "/v1/tasks/"+taskID, "lou", nil)
 		return tk["status"] == "done"
 	})
 	_, tk = e.httpDo("GET", "/v1/tasks/"+taskID, "lou", nil)
-	if tk["output"] != streamOutput(4) || tk["seq"] == nil || tk["attempt"].(float64) != 1 {
+	if tk["output"] != enginetest.StreamText(4) || tk["seq"] == nil || tk["attempt"].(float64) != 1 {
 		t.Fatalf("GET task: %v", tk)
 	}
 	if code, tk := e.httpDo("POST", "/v1/tasks/"+taskID+"/cancel", "lou", nil); code != http.StatusOK || tk["status"] != "done" {
@@ -113,7 +116,7 @@ func TestLargeResult(t *testing.T) {
 	if err := json.Unmarshal(last.field("result_ref"), &ref); err != nil || ref == "" {
 		t.Fatalf("terminal status without result_ref: %s", last.raw)
 	}
-	if f.output() != streamOutput(50) {
+	if f.output() != enginetest.StreamText(50) {
 		t.Fatalf("live output %q", f.output())
 	}
 	snap := tb.call(map[string]any{"type": "subscribe", "task_id": taskID})
@@ -121,7 +124,7 @@ func TestLargeResult(t *testing.T) {
 		t.Fatalf("snapshot of a spilled task: %s", snap.raw)
 	}
 	code, res := e.httpDo("GET", "/v1/results/"+ref, "pia", nil)
-	if code != http.StatusOK || res["content"] != streamOutput(50) || res["task_id"] != taskID {
+	if code != http.StatusOK || res["content"] != enginetest.StreamText(50) || res["task_id"] != taskID {
 		t.Fatalf("GET result: %d %v", code, res)
 	}
 	if code, _ := e.httpDo("GET", "/v1/results/"+ref, "quinn", nil); code != http.StatusNotFound {

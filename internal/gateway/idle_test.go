@@ -3,6 +3,8 @@ package gateway_test
 import (
 	"runtime"
 	"testing"
+
+	"github.com/tether-dev/tether/internal/eventually"
 )
 
 // An idle tab is one goroutine on the server, parked in its read: the
@@ -23,11 +25,11 @@ func TestIdleTabIsOneGoroutine(t *testing.T) {
 	}
 	perTab := func() float64 { return float64(runtime.NumGoroutine()-before) / n }
 	// Server and client: at most 1 + 1 a tab once the upgrades are done.
-	waitFor(t, "idle tabs to settle at two goroutines each (server and client)", func() bool { return perTab() <= 2 })
+	eventually.True(t, "idle tabs to settle at two goroutines each (server and client)", func() bool { return perTab() <= 2 })
 
 	for i, tb := range tabs {
 		id := newID()
 		tb.submit(id, newID(), "hello "+string(rune('a'+i)))
 	}
-	waitFor(t, "subscribed idle tabs to stay at two goroutines each", func() bool { return perTab() <= 2 })
+	eventually.True(t, "subscribed idle tabs to stay at two goroutines each", func() bool { return perTab() <= 2 })
 }

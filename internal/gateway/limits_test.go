@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether-dev/tether/internal/eventually"
 	"github.com/tether-dev/tether/internal/postgres"
 	"github.com/tether-dev/tether/internal/task"
 )
@@ -49,7 +50,7 @@ func TestTabsPerUserCapped(t *testing.T) {
 	// Closing tabs frees places.
 	stopSSE()
 	_ = a2.c.CloseNow()
-	waitFor(t, "places freed", func() bool {
+	eventually.True(t, "places freed", func() bool {
 		tb, _, err := e.dialHeader(h)
 		if err == nil {
 			_ = tb.c.CloseNow()

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether-dev/tether/internal/eventually"
 	"github.com/tether-dev/tether/internal/task"
 )
 
@@ -22,7 +23,7 @@ type blockingSink struct {
 
 func (k *blockingSink) sendSnapshot(task.Task, []byte) bool { return true }
 func (k *blockingSink) waitRoom(context.Context)            {}
-func (k *blockingSink) sendEvent(m Msg) bool {
+func (k *blockingSink) sendEvent(m task.Msg) bool {
 	select {
 	case <-k.blocked:
 	default:
@@ -35,20 +36,8 @@ func (k *blockingSink) sendEvent(m Msg) bool {
 	return true
 }
 
-// waitUntil waits for cond with a deadline.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-func delta(seq int64) Msg {
-	return Msg{Event: task.Event{Type: task.EventDelta, TaskID: "t", Attempt: 1, Seq: seq}, Data: []byte("{}")}
+func delta(seq int64) task.Msg {
+	return task.Msg{Event: task.Event{Type: task.EventDelta, TaskID: "t", Attempt: 1, Seq: seq}, Data: []byte("{}")}
 }
 
 // A follower delivering a batch of its catch-up does not hold the lock the
@@ -70,21 +59,17 @@ func TestCatchUpBatchDoesNotHoldUpTheLiveFeed(t *testing.T) {
 
 	live := make(chan struct{})
 	go func() { defer close(live); f.onLive(delta(4)) }()
-	select {
-	case <-live:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the live feed waited for a catch-up batch")
-	}
+	eventually.Receive(t, live, "the live feed to go on while a catch-up batch is delivered")
 	close(k.blocked)
 	<-done
-	waitUntil(t, "delivery", func() bool { k.mu.Lock(); defer k.mu.Unlock(); return len(k.got) == 4 })
+	eventually.True(t, "delivery", func() bool { k.mu.Lock(); defer k.mu.Unlock(); return len(k.got) == 4 })
 	for i, s := range k.got {
 		if s != int64(i+1) {
 			t.Fatalf("delivered %v", k.got)
 		}
 	}
 	f.onLive(delta(5)) // caught up: delivered directly
-	waitUntil(t, "live delivery", func() bool { k.mu.Lock(); defer k.mu.Unlock(); return len(k.got) == 5 })
+	eventually.True(t, "live delivery", func() bool { k.mu.Lock(); defer k.mu.Unlock(); return len(k.got) == 5 })
 }
 
 // Nothing is delivered after stop returns, even by a batch under way.
@@ -147,13 +132,8 @@ func TestUserSubscribeDoesNotHoldUpOtherUsers(t *testing.T) {
 	<-bus.entered
 	fast := make(chan error, 1)
 	go func() { fast <- h.attach("fast", &wsSession{}) }()
-	select {
-	case err := <-fast:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("another user's tab waited for a subscribe round trip")
+	if err := eventually.Receive(t, fast, "another user's tab to attach while a subscribe hangs"); err != nil {
+		t.Fatal(err)
 	}
 	// A second tab of the slow user waits for that subscription, and fails with it.
 	second := make(chan error, 1)

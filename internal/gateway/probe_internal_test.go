@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/tether-dev/tether/internal/eventually"
 	"github.com/tether-dev/tether/internal/task"
 )
 
@@ -23,11 +24,11 @@ type heldLogBus struct {
 }
 
 type logAnswer struct {
-	msgs []Msg
+	msgs []task.Msg
 	err  error
 }
 
-func (b *heldLogBus) ReadLog(ctx context.Context, _ string, after task.Position, _ uint64) ([]Msg, error) {
+func (b *heldLogBus) ReadLog(ctx context.Context, _ string, after task.Position, _ uint64) ([]task.Msg, error) {
 	b.reads <- after
 	select {
 	case a := <-b.answers:
@@ -45,7 +46,7 @@ type recordingSink struct {
 
 func (k *recordingSink) sendSnapshot(task.Task, []byte) bool { return true }
 func (k *recordingSink) waitRoom(context.Context)            {}
-func (k *recordingSink) sendEvent(m Msg) bool {
+func (k *recordingSink) sendEvent(m task.Msg) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.got = append(k.got, m.Event.Seq)
@@ -94,12 +95,12 @@ func TestProbeLetsLiveEventsPassWhileTheLogIsSlow(t *testing.T) {
 		t.Fatalf("delivered %v past a gap", got)
 	}
 	// The read (begun after 2) returns what the log holds, 3 to 6.
-	bus.answers <- logAnswer{msgs: []Msg{delta(3), delta(4), delta(5), delta(6)}}
-	waitUntil(t, "the gap filled", func() bool { return len(k.seqs()) == 6 })
+	bus.answers <- logAnswer{msgs: []task.Msg{delta(3), delta(4), delta(5), delta(6)}}
+	eventually.True(t, "the gap filled", func() bool { return len(k.seqs()) == 6 })
 	if got := k.seqs(); !slices.Equal(got, []int64{3, 4, 5, 6, 7, 8}) {
 		t.Fatalf("delivered %v", got)
 	}
-	waitUntil(t, "the catch-up to end", func() bool { f.mu.Lock(); defer f.mu.Unlock(); return !f.filling })
+	eventually.True(t, "the catch-up to end", func() bool { f.mu.Lock(); defer f.mu.Unlock(); return !f.filling })
 	f.onLive(delta(9))
 	if got := k.seqs(); len(got) != 7 || got[6] != 9 {
 		t.Fatalf("after the catch-up, delivered %v", got)
@@ -117,9 +118,9 @@ func TestFailedProbeIsRetried(t *testing.T) {
 	if at := <-bus.reads; at != (task.Position{Attempt: 1, Seq: 2}) {
 		t.Fatalf("second read after %v", at)
 	}
-	bus.answers <- logAnswer{msgs: []Msg{delta(3)}}
-	waitUntil(t, "the missed event", func() bool { return len(k.seqs()) == 1 })
-	waitUntil(t, "the catch-up to end", func() bool { f.mu.Lock(); defer f.mu.Unlock(); return !f.filling })
+	bus.answers <- logAnswer{msgs: []task.Msg{delta(3)}}
+	eventually.True(t, "the missed event", func() bool { return len(k.seqs()) == 1 })
+	eventually.True(t, "the catch-up to end", func() bool { f.mu.Lock(); defer f.mu.Unlock(); return !f.filling })
 	if got := k.seqs(); !slices.Equal(got, []int64{3}) {
 		t.Fatalf("delivered %v", got)
 	}
@@ -139,8 +140,8 @@ func TestGapWaitsForTheLogThroughFailedReads(t *testing.T) {
 	if at := <-bus.reads; at != (task.Position{Attempt: 1, Seq: 2}) {
 		t.Fatalf("read after %v", at)
 	}
-	bus.answers <- logAnswer{msgs: []Msg{delta(3), delta(4)}}
-	waitUntil(t, "the gap filled", func() bool { return len(k.seqs()) == 3 })
+	bus.answers <- logAnswer{msgs: []task.Msg{delta(3), delta(4)}}
+	eventually.True(t, "the gap filled", func() bool { return len(k.seqs()) == 3 })
 	if got := k.seqs(); !slices.Equal(got, []int64{3, 4, 5}) {
 		t.Fatalf("delivered %v", got)
 	}
@@ -170,8 +171,8 @@ func TestLateLiveCopyClosesAGapBeforeTheLog(t *testing.T) {
 	if got := k.seqs(); !slices.Equal(got, []int64{3, 4, 5, 6}) {
 		t.Fatalf("while the read waits, delivered %v; want [3 4 5 6]", got)
 	}
-	bus.answers <- logAnswer{msgs: []Msg{delta(3), delta(4)}}
-	waitUntil(t, "the catch-up to end", func() bool { f.mu.Lock(); defer f.mu.Unlock(); return !f.filling })
+	bus.answers <- logAnswer{msgs: []task.Msg{delta(3), delta(4)}}
+	eventually.True(t, "the catch-up to end", func() bool { f.mu.Lock(); defer f.mu.Unlock(); return !f.filling })
 	f.onLive(delta(7))
 	if got := k.seqs(); !slices.Equal(got, []int64{3, 4, 5, 6, 7}) {
 		t.Fatalf("delivered %v", got)
@@ -188,7 +189,7 @@ func TestBufferPutsALateEventInItsPlace(t *testing.T) {
 	f, _, _ := newProbeFollower(t)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for _, m := range []Msg{delta(5), delta(7), delta(4), delta(6), delta(7), attemptDelta(2, 1), delta(8)} {
+	for _, m := range []task.Msg{delta(5), delta(7), delta(4), delta(6), delta(7), attemptDelta(2, 1), delta(8)} {
 		f.bufferLocked(m)
 	}
 	var got []task.Position
@@ -202,7 +203,7 @@ func TestBufferPutsALateEventInItsPlace(t *testing.T) {
 	}
 }
 
-func attemptDelta(attempt int, seq int64) Msg {
+func attemptDelta(attempt int, seq int64) task.Msg {
 	m := delta(seq)
 	m.Event.Attempt = attempt
 	return m
@@ -218,11 +219,11 @@ type lateStoredBus struct {
 	froms []uint64
 }
 
-func (b *lateStoredBus) ReadLog(_ context.Context, _ string, after task.Position, from uint64) ([]Msg, error) {
+func (b *lateStoredBus) ReadLog(_ context.Context, _ string, after task.Position, from uint64) ([]task.Msg, error) {
 	b.mu.Lock()
 	b.froms = append(b.froms, from)
 	b.mu.Unlock()
-	var out []Msg
+	var out []task.Msg
 	for i, seq := range []int64{3, 4} {
 		m := delta(seq)
 		m.StreamPos = 1005 + uint64(i)
@@ -248,7 +249,7 @@ func TestGapIsLookedForInTheWholeLog(t *testing.T) {
 	f.hub.bus = bus
 	f.pos = 1010
 	f.onLive(delta(5))
-	waitUntil(t, "the gap filled", func() bool { return len(k.seqs()) == 3 })
+	eventually.True(t, "the gap filled", func() bool { return len(k.seqs()) == 3 })
 	if got := k.seqs(); !slices.Equal(got, []int64{3, 4, 5}) {
 		t.Fatalf("delivered %v", got)
 	}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether-dev/tether/internal/engine/enginetest"
+	"github.com/tether-dev/tether/internal/eventually"
 	"github.com/tether-dev/tether/internal/task"
 )
 
@@ -72,7 +74,7 @@ func TestTabsDropAndResubscribe(t *testing.T) {
 					t.Errorf("tab %d connection %d: %d gaps, %d repeats", i, reconnects, f.gaps, f.repeats)
 				}
 				if finished {
-					if f.output() != streamOutput(500) || f.status != "done" {
+					if f.output() != enginetest.StreamText(500) || f.status != "done" {
 						t.Errorf("tab %d ended with %q (%s)", i, f.output()[:min(len(f.output()), 40)], f.status)
 					}
 					return
@@ -98,7 +100,7 @@ func (s laggingStore) Get(ctx context.Context, user, id string) (task.Task, erro
 	if err != nil || t.Status.Terminal() {
 		return t, err
 	}
-	waitFor(s.e.t, "the runner to get ahead of the snapshot", func() bool {
+	eventually.True(s.e.t, "the runner to get ahead of the snapshot", func() bool {
 		m, ok, err := s.e.bus.LastEvent(ctx, id)
 		return err != nil || (ok && (m.Event.Seq >= t.Seq+s.ahead || m.Event.Terminal()))
 	})
@@ -146,7 +148,7 @@ func TestSubscribeRacesSnapshotWrites(t *testing.T) {
 		if f.gaps != 0 || f.repeats != 0 {
 			t.Fatalf("round %d: %d gaps, %d repeats", rounds, f.gaps, f.repeats)
 		}
-		if !strings.HasPrefix(streamOutput(300), f.output()) {
+		if !strings.HasPrefix(enginetest.StreamText(300), f.output()) {
 			t.Fatalf("round %d: output is not a prefix of the answer: %q", rounds, f.output())
 		}
 		if isTerminal(f.status) {
@@ -154,7 +156,7 @@ func TestSubscribeRacesSnapshotWrites(t *testing.T) {
 		}
 	}
 	f := <-whole
-	if f.output() != streamOutput(300) || f.gaps != 0 || f.repeats != 0 {
+	if f.output() != enginetest.StreamText(300) || f.gaps != 0 || f.repeats != 0 {
 		t.Fatalf("the tab that stayed: %d gaps, %d repeats, output %q", f.gaps, f.repeats, f.output())
 	}
 	if rounds < 2 {
@@ -228,7 +230,7 @@ func TestFailThenRetry(t *testing.T) {
 	f.apply(r)
 	for !f.apply(tb.next()) {
 	}
-	if f.status != "failed" || f.attempt != 2 || f.output() != streamOutput(3) || f.gaps+f.repeats != 0 {
+	if f.status != "failed" || f.attempt != 2 || f.output() != enginetest.StreamText(3) || f.gaps+f.repeats != 0 {
 		t.Fatalf("second attempt: %+v", f)
 	}
 	var errText string
@@ -279,7 +281,7 @@ func TestSlowTabClosed1013(t *testing.T) {
 	slow := e.dialSlow("jo")
 	slow.send(map[string]any{"type": "submit", "task_id": taskID, "conversation_id": convID, "content": "/stream 40000 0"})
 	// Wait until the gateway gave up on the tab; then read what it sent.
-	waitFor(t, "the gateway to drop the slow tab", func() bool { return e.metric("tether_gateway_queue_drops_total") >= 1 })
+	eventually.True(t, "the gateway to drop the slow tab", func() bool { return e.metric("tether_gateway_queue_drops_total") >= 1 })
 	t.Logf("dropped after %v", time.Since(start))
 	go slow.read()
 	if code := slow.closed(); code != 1013 {
@@ -292,7 +294,7 @@ func TestSlowTabClosed1013(t *testing.T) {
 	for done := f.apply(snap); !done; done = f.apply(tb.next()) {
 	}
 	t.Logf("resubscribed to the end after %v", time.Since(start))
-	if f.output() != streamOutput(40000) || f.gaps+f.repeats != 0 {
+	if f.output() != enginetest.StreamText(40000) || f.gaps+f.repeats != 0 {
 		t.Fatalf("resubscribe: %d bytes, %d gaps, %d repeats", len(f.output()), f.gaps, f.repeats)
 	}
 }
@@ -417,7 +419,7 @@ func TestSSEResume(t *testing.T) {
 	for ev := range evs {
 		f.apply(ev.data)
 	}
-	if f.status != "done" || f.output() != streamOutput(60) || f.gaps+f.repeats != 0 {
+	if f.status != "done" || f.output() != enginetest.StreamText(60) || f.gaps+f.repeats != 0 {
 		t.Fatalf("SSE resume: %+v", f)
 	}
 
@@ -428,7 +430,7 @@ func TestSSEResume(t *testing.T) {
 	for ev := range evs2 {
 		got = append(got, ev)
 	}
-	if len(got) != 1 || got[0].typ != "snapshot" || *got[0].data.Task.Output != streamOutput(60) {
+	if len(got) != 1 || got[0].typ != "snapshot" || *got[0].data.Task.Output != enginetest.StreamText(60) {
 		t.Fatalf("finished task stream: %+v", got)
 	}
 }

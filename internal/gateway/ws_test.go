@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/tether-dev/tether/internal/engine/enginetest"
 )
 
 // TestMessages walks every client message of PROTOCOL.md section 4 and its reply.
@@ -29,17 +31,17 @@ func TestMessages(t *testing.T) {
 	f.apply(r)
 	for !f.apply(tb.next()) {
 	}
-	if f.output() != streamOutput(3) || f.status != "done" || f.gaps+f.repeats != 0 {
+	if f.output() != enginetest.StreamText(3) || f.status != "done" || f.gaps+f.repeats != 0 {
 		t.Fatalf("stream: %+v", f)
 	}
 
 	r = tb.submit(taskID, convID, "/stream 3 0")
-	if r.Type != "submitted" || r.Created == nil || *r.Created || r.Task.Status != "done" || *r.Task.Output != streamOutput(3) {
+	if r.Type != "submitted" || r.Created == nil || *r.Created || r.Task.Status != "done" || *r.Task.Output != enginetest.StreamText(3) {
 		t.Fatalf("repeat submit: %s", r.raw)
 	}
 
 	r = tb.call(map[string]any{"type": "subscribe", "task_id": taskID})
-	if r.Type != "snapshot" || r.Task.Seq != f.seq || *r.Task.Output != streamOutput(3) {
+	if r.Type != "snapshot" || r.Task.Seq != f.seq || *r.Task.Output != enginetest.StreamText(3) {
 		t.Fatalf("subscribe: %s", r.raw)
 	}
 
@@ -55,7 +57,7 @@ func TestMessages(t *testing.T) {
 
 	r = tb.call(map[string]any{"type": "history", "conversation_id": convID})
 	if r.Type != "history" || len(r.Messages) != 2 || r.Messages[0].Role != "user" ||
-		r.Messages[1].Content != streamOutput(3) || r.Next != nil {
+		r.Messages[1].Content != enginetest.StreamText(3) || r.Next != nil {
 		t.Fatalf("history: %s", r.raw)
 	}
 
@@ -293,7 +295,7 @@ func TestResubscribeSameTab(t *testing.T) {
 			tb.send(map[string]any{"type": "subscribe", "task_id": taskID, "req": "again"})
 		}
 	}
-	if snapshots == 0 || f.gaps != 0 || f.repeats != 0 || f.output() != streamOutput(200) {
+	if snapshots == 0 || f.gaps != 0 || f.repeats != 0 || f.output() != enginetest.StreamText(200) {
 		t.Fatalf("%d snapshots, %d gaps, %d repeats, output %d bytes", snapshots, f.gaps, f.repeats, len(f.output()))
 	}
 }
