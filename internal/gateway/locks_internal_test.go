@@ -5,9 +5,10 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/tether-dev/tether/internal/eventually"
 	"github.com/tether-dev/tether/internal/task"
@@ -15,8 +16,9 @@ import (
 
 // blockingSink is a sink whose sendEvent blocks, while blocked is open.
 type blockingSink struct {
-	entered chan struct{} // receives once per blocked send
-	blocked chan struct{} // closed: sends go through
+	entered chan struct{}   // receives once per blocked send
+	blocked chan struct{}   // closed: sends go through
+	sent    func(seq int64) // if set, called at the end of each send
 	mu      sync.Mutex
 	got     []int64
 }
@@ -33,6 +35,9 @@ func (k *blockingSink) sendEvent(m task.Msg) bool {
 	k.mu.Lock()
 	k.got = append(k.got, m.Event.Seq)
 	k.mu.Unlock()
+	if k.sent != nil {
+		k.sent(m.Event.Seq)
+	}
 	return true
 }
 
@@ -72,37 +77,52 @@ func TestCatchUpBatchDoesNotHoldUpTheLiveFeed(t *testing.T) {
 	eventually.True(t, "live delivery", func() bool { k.mu.Lock(); defer k.mu.Unlock(); return len(k.got) == 5 })
 }
 
-// Nothing is delivered after stop returns, even by a batch under way.
+// Nothing is delivered after stop returns, even by a batch under way: stop
+// waits for the send in progress, and what comes live afterwards is dropped.
 func TestStopWaitsForABatch(t *testing.T) {
 	h := &hub{metrics: newMetrics(), maxBuffer: 1 << 20, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	k := &blockingSink{entered: make(chan struct{}, 1), blocked: make(chan struct{})}
+	var returned atomic.Bool // stop has returned
+	k.sent = func(seq int64) {
+		if returned.Load() {
+			t.Errorf("seq %d delivered after stop returned", seq)
+		}
+	}
 	f := newFollower(context.Background(), h, "t", k, nil)
 	f.topic = &topic{}
 	f.last = task.Position{Attempt: 1, Seq: 0}
 	for seq := int64(1); seq <= 3; seq++ {
 		f.onLive(delta(seq))
 	}
-	go f.catchUp(false)
-	<-k.entered
+	caughtUp := make(chan struct{})
+	go func() { defer close(caughtUp); f.catchUp(false) }()
+	<-k.entered // the batch's first send is under way
 	stopped := make(chan struct{})
-	go func() { defer close(stopped); f.stop() }()
-	time.Sleep(10 * time.Millisecond) // give stop a chance to return early (it must not)
-	select {
-	case <-stopped:
-		t.Fatal("stop returned while a batch was being delivered")
-	default:
-	}
+	go func() { defer close(stopped); f.stop(); returned.Store(true) }()
+	// Release the send once stop is under way. Whenever stop returns, the
+	// sink sees it: a stop that did not wait for the send would return
+	// while the send is still blocked.
+	eventually.True(t, "stop to begin", f.stopped.Load)
 	close(k.blocked)
 	<-stopped
+	<-caughtUp
 	k.mu.Lock()
 	n := len(k.got)
 	k.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("the batch delivered %v; want its first event only (the one under way when stop came)", k.got)
+	}
+	// A live event after stop: onLive delivers on its own goroutine or
+	// buffers it for a catch-up; it must do neither.
 	f.onLive(delta(4))
-	time.Sleep(10 * time.Millisecond)
 	k.mu.Lock()
-	defer k.mu.Unlock()
-	if len(k.got) != n || n > 1 {
-		t.Fatalf("delivered %v after stop (had %d)", k.got, n)
+	got := slices.Clone(k.got)
+	k.mu.Unlock()
+	f.mu.Lock()
+	buffered := len(f.buf)
+	f.mu.Unlock()
+	if len(got) != n || buffered != 0 {
+		t.Fatalf("after stop: delivered %v, %d buffered", got, buffered)
 	}
 }
 
