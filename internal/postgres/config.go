@@ -9,8 +9,12 @@ import (
 	"time"
 )
 
-// DefaultMigrateTimeout is Config.MigrateTimeout's default.
-const DefaultMigrateTimeout = 10 * time.Minute
+// Defaults of Config's time limits.
+const (
+	DefaultMigrateTimeout   = 10 * time.Minute
+	DefaultStatementTimeout = 30 * time.Second
+	DefaultLockTimeout      = 5 * time.Second
+)
 
 // Config tunes the store. The zero value works: every field has the default of
 // PROTOCOL.md section 7.
@@ -60,6 +64,16 @@ type Config struct {
 	// behind (ErrSchemaBehind). For processes started with -migrate=false
 	// once the migrate step ran on its own (`gateway migrate`).
 	NoMigrate bool
+	// StatementTimeout and LockTimeout are Postgres's statement_timeout and
+	// lock_timeout on every session of the store's pool: a statement that
+	// runs longer, or waits longer for a lock (a row another transaction
+	// holds FOR UPDATE, a table a migration holds), is ended by the server
+	// and the call answers task.CodeUnavailable instead of hanging, whatever
+	// its caller's context says. A URL that sets either keeps its own;
+	// migrations run with neither, bounded by MigrateTimeout. Defaults
+	// DefaultStatementTimeout (30s) and DefaultLockTimeout (5s).
+	StatementTimeout time.Duration
+	LockTimeout      time.Duration
 
 	// migrations are the migration files (tests add their own); default the
 	// embedded migrations/*.sql.
@@ -75,6 +89,8 @@ func (c Config) withDefaults() (Config, error) {
 	c.ResultInlineMax = cmp.Or(c.ResultInlineMax, 1<<20)
 	c.MaxRetries = cmp.Or(c.MaxRetries, 10)
 	c.MigrateTimeout = cmp.Or(c.MigrateTimeout, DefaultMigrateTimeout)
+	c.StatementTimeout = cmp.Or(c.StatementTimeout, DefaultStatementTimeout)
+	c.LockTimeout = cmp.Or(c.LockTimeout, DefaultLockTimeout)
 	if c.migrations == nil {
 		c.migrations = embeddedMigrations
 	}
@@ -103,6 +119,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MigrateTimeout < 0 {
 		errs = append(errs, fmt.Errorf("migrate timeout %v is negative", c.MigrateTimeout))
+	}
+	if c.StatementTimeout < 0 || c.LockTimeout < 0 {
+		errs = append(errs, errors.New("the statement and lock timeouts must not be negative"))
 	}
 	if len(c.CursorKey) < 16 {
 		errs = append(errs, fmt.Errorf("cursor key of %d bytes is too short (16 at least)", len(c.CursorKey)))

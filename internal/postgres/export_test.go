@@ -50,3 +50,10 @@ func WithExtraMigrations(cfg Config, extra map[string]string) Config {
 func DialWithAttemptTimeout(ctx context.Context, databaseURL string, cfg Config, maxWait, attemptTimeout time.Duration) (*Store, error) {
 	return dial(ctx, databaseURL, cfg, maxWait, attemptTimeout, nil)
 }
+
+// Classify is the store's boundary classification, for errors of queries a
+// test runs on the pool itself.
+func Classify(err error) error {
+	classify(&err)
+	return err
+}

@@ -14,6 +14,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -78,6 +79,16 @@ func connect(ctx context.Context, databaseURL string, cfg Config) (*Store, error
 	if cfg.ApplicationName != "" {
 		poolCfg.ConnConfig.RuntimeParams["application_name"] = cfg.ApplicationName
 	}
+	// No statement runs, and no lock is waited for, without a limit: a row
+	// held FOR UPDATE by a stuck transaction makes a request answer
+	// unavailable (classify) rather than hang with its caller.
+	limit := func(param string, d time.Duration) {
+		if _, set := poolCfg.ConnConfig.RuntimeParams[param]; !set {
+			poolCfg.ConnConfig.RuntimeParams[param] = strconv.FormatInt(max(d.Milliseconds(), 1), 10)
+		}
+	}
+	limit("statement_timeout", cfg.StatementTimeout)
+	limit("lock_timeout", cfg.LockTimeout)
 	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)

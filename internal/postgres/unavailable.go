@@ -34,7 +34,11 @@ func classify(errp *error) {
 //     57P02 crash_shutdown, 57P03 cannot_connect_now (starting up), and class
 //     53 (out of connections, memory or disk);
 //   - a connection that broke or timed out mid-statement (EOF, reset, a
-//     deadline while talking to the server).
+//     deadline while talking to the server, the caller's deadline);
+//   - a statement the server ended for taking too long: 57014
+//     query_canceled (statement_timeout) and 55P03 lock_not_available
+//     (lock_timeout: a row or table another transaction holds). The
+//     request may succeed when it is retried, so it is not a bug.
 //
 // A context cancelled by the caller (a client that hung up) is not an outage.
 func unreachable(err error) bool {
@@ -45,7 +49,8 @@ func unreachable(err error) bool {
 	if errors.As(err, &pgErr) {
 		c := pgErr.Code
 		return strings.HasPrefix(c, "08") || strings.HasPrefix(c, "53") ||
-			c == "57P01" || c == "57P02" || c == "57P03"
+			c == "57P01" || c == "57P02" || c == "57P03" ||
+			c == "57014" || c == "55P03"
 	}
 	var connectErr *pgconn.ConnectError
 	var netErr net.Error
