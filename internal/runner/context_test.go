@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tether-dev/tether/internal/engine"
+	"github.com/tether-dev/tether/internal/eventually"
 	"github.com/tether-dev/tether/internal/runner"
 	"github.com/tether-dev/tether/internal/task"
 )
@@ -37,7 +38,7 @@ func TestEngineGetsConversation(t *testing.T) {
 		if err := e.bus.Dispatch(ctx, res.Task.ID, res.Task.Attempt); err != nil {
 			t.Fatal(err)
 		}
-		hist := recv(t, "a run", h.seen)
+		hist := eventually.Receive(t, h.seen, "a run")
 		if len(hist) != 2*i {
 			t.Fatalf("run %d got %d messages of history, want %d", i, len(hist), 2*i)
 		}

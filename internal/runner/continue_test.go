@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/internal/engine"
+	"github.com/tether-dev/tether/internal/eventually"
+	"github.com/tether-dev/tether/internal/fakeclock"
 	"github.com/tether-dev/tether/internal/maintenance"
 	"github.com/tether-dev/tether/internal/natsbus"
 	"github.com/tether-dev/tether/internal/runner"
@@ -35,7 +37,7 @@ func (e *env) loseRunner(tk task.Task, cfg runner.Config, deltas int) task.Task 
 	e.t.Helper()
 	cfg.DrainTimeout = time.Millisecond
 	stop := e.startRunner(cfg, nil)
-	waitFor(e.t, "the first deltas", func() bool { return len(e.log(tk.ID)) > deltas })
+	eventually.True(e.t, "the first deltas", func() bool { return len(e.log(tk.ID)) > deltas })
 	stop()
 	e.clock.Advance(time.Hour)
 	(&maintenance.Loop{Store: e.store, Bus: e.bus}).Tick(context.Background())
@@ -148,7 +150,7 @@ func TestNATSOutageIsAPause(t *testing.T) {
 
 	tk := e.submit("/stream 150 20")
 	e.startRunner(runner.Config{ID: "r1"}, nil)
-	waitFor(t, "the first deltas", func() bool { return len(e.log(tk.ID)) > 20 })
+	eventually.True(t, "the first deltas", func() bool { return len(e.log(tk.ID)) > 20 })
 
 	srv.Shutdown()
 	srv.WaitForShutdown()
@@ -183,10 +185,10 @@ func (s *cutOffStore) Heartbeat(ctx context.Context, taskID string, attempt int)
 
 // startCutOff runs a runner with its own clock and a store that can be cut
 // off, on a step engine that has written "before " to a task.
-func startCutOff(t *testing.T) (*env, *runner.Runner, *fakeClock, *stepEngine, *cutOffStore, task.Task) {
+func startCutOff(t *testing.T) (*env, *runner.Runner, *fakeclock.Clock, *stepEngine, *cutOffStore, task.Task) {
 	t.Helper()
 	e := setup(t)
-	clock := &fakeClock{now: time.Now()}
+	clock := fakeclock.New(time.Now())
 	eng := newStepEngine()
 	store := &cutOffStore{Store: e.store}
 	r, err := runner.New(runner.Config{ID: "r1", Engine: eng, Lease: testLease, Now: clock.Now},
@@ -198,9 +200,9 @@ func startCutOff(t *testing.T) (*env, *runner.Runner, *fakeClock, *stepEngine, *
 	t.Cleanup(cancel)
 	go func() { _ = r.Run(ctx) }()
 	tk := e.submit("step")
-	recv(t, "the attempt to start", eng.started)
+	eventually.Receive(t, eng.started, "the attempt to start")
 	eng.steps <- "before "
-	waitFor(t, "the first delta in the log", func() bool { return len(e.log(tk.ID)) == 2 })
+	eventually.True(t, "the first delta in the log", func() bool { return len(e.log(tk.ID)) == 2 })
 	return e, r, clock, eng, store, tk
 }
 
@@ -231,10 +233,10 @@ func TestRunnerCutOffFromPostgresGoesQuiet(t *testing.T) {
 	}
 	// A lease past the end of the lease: it gives up.
 	clock.Advance(testLease*6/5 + time.Millisecond)
-	if err := recv(t, "the attempt to end", eng.ended); err == nil {
+	if err := eventually.Receive(t, eng.ended, "the attempt to end"); err == nil {
 		t.Fatal("a delta was accepted after the runner went quiet")
 	}
-	waitFor(t, "the gate to open again", r.MaySend)
+	eventually.True(t, "the gate to open again", r.MaySend)
 	for _, ev := range e.log(tk.ID) {
 		if ev.Type == task.EventDelta && ev.Text != "before " {
 			t.Fatalf("logged %q after the runner went quiet", ev.Text)
@@ -262,7 +264,7 @@ func TestRunnerPausedByAnOutageResumes(t *testing.T) {
 	case <-time.After(300 * time.Millisecond):
 	}
 	store.cut.Store(false) // Postgres is back
-	waitFor(t, "the paused write to go out", func() bool { return outputOf(e.log(tk.ID)) == "before after " })
+	eventually.True(t, "the paused write to go out", func() bool { return outputOf(e.log(tk.ID)) == "before after " })
 	if !r.MaySend() {
 		t.Fatal("the gate did not open after a heartbeat succeeded")
 	}

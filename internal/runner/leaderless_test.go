@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tether-dev/tether/internal/eventually"
 	"github.com/tether-dev/tether/internal/natsbus"
 	"github.com/tether-dev/tether/internal/natsbus/natstest"
 	"github.com/tether-dev/tether/internal/protocol"
@@ -58,9 +59,9 @@ func setupLeaderless(t *testing.T) *leaderlessEnv {
 	t.Cleanup(stop)
 	go func() { _ = r.Run(runCtx) }()
 	tk := e.submit("step")
-	recv(t, "the attempt to start", eng.started)
+	eventually.Receive(t, eng.started, "the attempt to start")
 	eng.steps <- "a "
-	waitFor(t, "the first delta in the log", func() bool { return len(e.log(tk.ID)) == 2 })
+	eventually.True(t, "the first delta in the log", func() bool { return len(e.log(tk.ID)) == 2 })
 
 	js, err := jetstream.New(bus.Conn())
 	if err != nil {
@@ -136,13 +137,13 @@ func TestEventsAStreamDroppedAreStoredWhileTheAnswerGoesOn(t *testing.T) {
 	l.eng.steps <- "b "
 	l.eng.steps <- "c "
 	for _, want := range []string{"b ", "c "} {
-		if got := recv(t, "a live delta while the stream drops them", live); got != want {
+		if got := eventually.Receive(t, live, "a live delta while the stream drops them"); got != want {
 			t.Fatalf("live delta %q, want %q", got, want)
 		}
 	}
 	l.storing(t, true)
 	// The engine is held: the answer is still running.
-	waitFor(t, "the dropped deltas in the log", func() bool {
+	eventually.True(t, "the dropped deltas in the log", func() bool {
 		return slices.Equal(deltaTexts(l.log(l.tk.ID)), []string{"a ", "b ", "c "})
 	})
 	l.finish(t)
@@ -158,7 +159,7 @@ func TestEventsAfterAStalledCutReachALateListener(t *testing.T) {
 	early := l.listen(t)
 	l.storing(t, false)
 	l.eng.steps <- "b "
-	if got := recv(t, "b live", early); got != "b " {
+	if got := eventually.Receive(t, early, "b live"); got != "b " {
 		t.Fatalf("live delta %q, want b", got)
 	}
 	// b again: its cut's acks stopped and the runner publishes it again,
@@ -176,7 +177,7 @@ func TestEventsAfterAStalledCutReachALateListener(t *testing.T) {
 // passing over others (events published again).
 func awaitText(t *testing.T, what string, ch <-chan string, want string) {
 	t.Helper()
-	deadline := time.After(20 * time.Second)
+	deadline := time.After(eventually.Deadline)
 	for {
 		select {
 		case got := <-ch:

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether-dev/tether/internal/eventually"
 	"github.com/tether-dev/tether/internal/runner"
 	"github.com/tether-dev/tether/internal/task"
 )
@@ -23,7 +24,7 @@ func TestMeasureThroughput(t *testing.T) {
 	tk := e.submit("/stream 100000 0")
 
 	var running task.Task
-	waitFor(t, "running", func() bool {
+	eventually.True(t, "running", func() bool {
 		running, _ = e.store.Load(context.Background(), tk.ID)
 		return running.Status != task.StatusPending
 	})

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tether-dev/tether/internal/engine"
+	"github.com/tether-dev/tether/internal/eventually"
 	"github.com/tether-dev/tether/internal/runner"
 	"github.com/tether-dev/tether/internal/task"
 )
@@ -68,14 +69,14 @@ func TestEngineGetsThePreamble(t *testing.T) {
 	conv := uuid.NewString()
 
 	first := e.submitWith(conv, "first question", nil)
-	in := recv(t, "the first run", rec.seen)
+	in := eventually.Receive(t, rec.seen, "the first run")
 	if in.Instructions != "" || in.Options != nil || len(in.History) != 0 {
 		t.Fatalf("a task without a preamble: %+v", in)
 	}
 	e.waitStatus(first.ID, task.StatusDone)
 
 	second := e.submitWith(conv, "second question", preambleOf())
-	in = recv(t, "the second run", rec.seen)
+	in = eventually.Receive(t, rec.seen, "the second run")
 	if want := "Be brief.\n\nSpeak French.\n\nUse metric units."; in.Instructions != want {
 		t.Fatalf("instructions %q, want %q", in.Instructions, want)
 	}
@@ -121,12 +122,12 @@ func TestOpenAIEngineGetsThePreamble(t *testing.T) {
 	e.startRunner(runner.Config{Engine: o}, nil)
 	conv := uuid.NewString()
 	first := e.submitWith(conv, "first question", nil)
-	recv(t, "the first request", bodies)
+	eventually.Receive(t, bodies, "the first request")
 	e.waitStatus(first.ID, task.StatusDone)
 	p := preambleOf()
 	p.Items = p.Items[:3] // system, q0, a0
 	second := e.submitWith(conv, "second question", p)
-	raw := recv(t, "the second request", bodies)
+	raw := eventually.Receive(t, bodies, "the second request")
 	e.waitStatus(second.ID, task.StatusDone)
 
 	var body struct {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether-dev/tether/internal/eventually"
 	"github.com/tether-dev/tether/internal/maintenance"
 	"github.com/tether-dev/tether/internal/runner"
 	"github.com/tether-dev/tether/internal/task"
@@ -77,7 +78,7 @@ func TestCancelWhileRunning(t *testing.T) {
 	stop := e.startRunner(runner.Config{ID: "r1"}, nil)
 	tk := e.submit("/stream 2000 20")
 
-	waitFor(t, "the first deltas", func() bool { return len(e.log(tk.ID)) >= 4 })
+	eventually.True(t, "the first deltas", func() bool { return len(e.log(tk.ID)) >= 4 })
 	res, err := e.store.Cancel(context.Background(), user, tk.ID)
 	if err != nil || !res.Requested {
 		t.Fatalf("cancel: %+v %v", res, err)
@@ -105,7 +106,7 @@ func TestCancelByHeartbeat(t *testing.T) {
 	e.startRunner(runner.Config{ID: "r1"}, nil)
 	tk := e.submit("/stream 2000 20")
 
-	waitFor(t, "the first deltas", func() bool { return len(e.log(tk.ID)) >= 4 })
+	eventually.True(t, "the first deltas", func() bool { return len(e.log(tk.ID)) >= 4 })
 	if res, err := e.store.Cancel(context.Background(), user, tk.ID); err != nil || !res.Requested {
 		t.Fatalf("cancel: %+v %v", res, err)
 	}
@@ -159,9 +160,9 @@ func TestLeaseLostRunnerPublishesNothingMore(t *testing.T) {
 	e.startRunner(runner.Config{ID: "r1", Engine: eng, Concurrency: 2}, nil)
 	tk := e.submit("step")
 
-	recv(t, "attempt 1 to start", eng.started)
+	eventually.Receive(t, eng.started, "attempt 1 to start")
 	eng.steps <- "first "
-	waitFor(t, "the first delta in the log", func() bool { return len(e.log(tk.ID)) == 2 })
+	eventually.True(t, "the first delta in the log", func() bool { return len(e.log(tk.ID)) == 2 })
 
 	// The store's clock jumps past the lease: the runner's heartbeats are
 	// late by the store's reckoning, and maintenance takes the task.
@@ -171,14 +172,14 @@ func TestLeaseLostRunnerPublishesNothingMore(t *testing.T) {
 
 	// The stale attempt is fenced at its next heartbeat and stops; its
 	// last try to write is refused.
-	if err := recv(t, "attempt 1 to stop", eng.ended); err == nil {
+	if err := eventually.Receive(t, eng.ended, "attempt 1 to stop"); err == nil {
 		t.Fatal("attempt 1 ended without error")
 	}
-	if err := recv(t, "attempt 1's late write", eng.afterStop); err == nil {
+	if err := eventually.Receive(t, eng.afterStop, "attempt 1's late write"); err == nil {
 		t.Fatal("a fenced attempt's delta was accepted")
 	}
 	// Maintenance dispatched attempt 2; the same runner takes it.
-	recv(t, "attempt 2 to start", eng.started)
+	eventually.Receive(t, eng.started, "attempt 2 to start")
 	eng.steps <- "second "
 	eng.steps <- ""
 	done := e.waitStatus(tk.ID, task.StatusDone)
@@ -260,15 +261,15 @@ func TestDrainThenAbandon(t *testing.T) {
 	eng := newStepEngine()
 	stop := e.startRunner(runner.Config{ID: "r1", Engine: eng, DrainTimeout: 300 * time.Millisecond}, nil)
 	tk := e.submit("step")
-	recv(t, "the attempt to start", eng.started)
+	eventually.Receive(t, eng.started, "the attempt to start")
 	eng.steps <- "a "
-	waitFor(t, "the delta in the log", func() bool { return len(e.log(tk.ID)) == 2 })
+	eventually.True(t, "the delta in the log", func() bool { return len(e.log(tk.ID)) == 2 })
 
 	stop() // returns once the drain timeout abandoned the attempt
-	if err := recv(t, "the engine to stop", eng.ended); err == nil {
+	if err := eventually.Receive(t, eng.ended, "the engine to stop"); err == nil {
 		t.Fatal("abandoned engine returned nil")
 	}
-	if err := recv(t, "the late write", eng.afterStop); err == nil {
+	if err := eventually.Receive(t, eng.afterStop, "the late write"); err == nil {
 		t.Fatal("an abandoned attempt's delta was accepted")
 	}
 	stored, err := e.store.Load(context.Background(), tk.ID)
@@ -289,7 +290,7 @@ func TestDrainLetsShortAttemptsFinish(t *testing.T) {
 	eng := newStepEngine()
 	stop := e.startRunner(runner.Config{ID: "r1", Engine: eng, DrainTimeout: time.Minute}, nil)
 	tk := e.submit("step")
-	recv(t, "the attempt to start", eng.started)
+	eventually.Receive(t, eng.started, "the attempt to start")
 
 	stopped := make(chan struct{})
 	go func() { stop(); close(stopped) }()

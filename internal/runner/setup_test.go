@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/tether-dev/tether/internal/eventually"
+	"github.com/tether-dev/tether/internal/fakeclock"
 	"github.com/tether-dev/tether/internal/natsbus"
 	"github.com/tether-dev/tether/internal/natsbus/natstest"
 	"github.com/tether-dev/tether/internal/postgres"
@@ -26,25 +28,7 @@ type env struct {
 	t     *testing.T
 	store *postgres.Store
 	bus   *natsbus.Bus
-	clock *fakeClock
-}
-
-// fakeClock is the store's clock; it only moves when a test advances it.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
+	clock *fakeclock.Clock
 }
 
 // testLease is both the store's and the runners' lease in these tests:
@@ -53,7 +37,7 @@ const testLease = 1500 * time.Millisecond
 
 func setup(t *testing.T) *env {
 	t.Helper()
-	clock := &fakeClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clock := fakeclock.New(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	store := pgtest.New(t, postgres.Config{Lease: testLease, Now: clock.Now})
 	url := natstest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -105,25 +89,13 @@ func (e *env) startRunner(cfg runner.Config, store runner.Store) (stop func()) {
 				if err != nil {
 					e.t.Errorf("runner.Run: %v", err)
 				}
-			case <-time.After(30 * time.Second):
-				e.t.Errorf("runner did not stop")
+			case <-time.After(eventually.Deadline):
+				e.t.Errorf("runner did not stop within %v", eventually.Deadline)
 			}
 		})
 	}
 	e.t.Cleanup(stop)
 	return stop
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // waitStatus waits until the stored task has status want and, since
@@ -132,7 +104,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func (e *env) waitStatus(id string, want task.Status) task.Task {
 	e.t.Helper()
 	var got task.Task
-	waitFor(e.t, "status "+string(want), func() bool {
+	eventually.True(e.t, "status "+string(want), func() bool {
 		var err error
 		got, err = e.store.Load(context.Background(), id)
 		if err != nil {
@@ -140,7 +112,7 @@ func (e *env) waitStatus(id string, want task.Status) task.Task {
 		}
 		return got.Status == want
 	})
-	waitFor(e.t, "the status event in the log", func() bool {
+	eventually.True(e.t, "the status event in the log", func() bool {
 		m, ok, err := e.bus.LastEvent(context.Background(), id)
 		return err == nil && ok && m.Event.Seq >= got.Seq
 	})
@@ -240,17 +212,6 @@ func (s *stepEngine) Run(ctx context.Context, in runnerInput, out runnerOutput) 
 				return err
 			}
 		}
-	}
-}
-
-func recv[T any](t *testing.T, what string, ch <-chan T) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(20 * time.Second):
-		t.Fatalf("timed out waiting for %s", what)
-		panic("unreachable")
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/tether-dev/tether/internal/eventually"
 	"github.com/tether-dev/tether/internal/postgres"
 	"github.com/tether-dev/tether/internal/runner"
 	"github.com/tether-dev/tether/internal/runner/natsrunner"
@@ -74,13 +75,13 @@ func TestStalledPublishDoesNotHoldTheAttempt(t *testing.T) {
 	defer open() // before the runner is stopped, if the test fails early
 
 	tk := e.submit("stall")
-	recv(t, "the engine to start", eng.started)
+	eventually.Receive(t, eng.started, "the engine to start")
 	eng.steps <- "one "
 	bus.shut.Store(true)
 	go func() { eng.steps <- "two " }()
-	recv(t, "a publish to stall", bus.entered)
+	eventually.Receive(t, bus.entered, "a publish to stall")
 	from := store.beats.Load()
-	waitFor(t, "heartbeats while the publish stalls", func() bool { return store.beats.Load() >= from+2 })
+	eventually.True(t, "heartbeats while the publish stalls", func() bool { return store.beats.Load() >= from+2 })
 
 	open()
 	eng.steps <- "three "
