@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/internal/engine"
+	"github.com/tether-dev/tether/internal/engine/enginetest"
 	"github.com/tether-dev/tether/internal/eventually"
 	"github.com/tether-dev/tether/internal/fakeclock"
 	"github.com/tether-dev/tether/internal/maintenance"
@@ -18,15 +19,6 @@ import (
 	"github.com/tether-dev/tether/internal/runner/natsrunner"
 	"github.com/tether-dev/tether/internal/task"
 )
-
-// streamOf is the demo engine's exact answer to /stream n.
-func streamOf(n int) string {
-	var b strings.Builder
-	for i := 1; i <= n; i++ {
-		fmt.Fprintf(&b, "t%d ", i)
-	}
-	return b.String()
-}
 
 // loseRunner lets a runner stream until the log holds at least deltas
 // deltas of tk, then takes it away without a word (as a kill would: it is
@@ -59,7 +51,7 @@ func TestLostRunnersAnswerIsContinued(t *testing.T) {
 	e := setup(t)
 	tk := e.submit("/stream 300 3")
 	handed := e.loseRunner(tk, runner.Config{ID: "lost"}, 40)
-	full := streamOf(300)
+	full := enginetest.StreamText(300)
 	if handed.Keep == 0 || handed.Keep != len(handed.Output) || !strings.HasPrefix(full, handed.Output) {
 		t.Fatalf("handed over keeping %d bytes %q", handed.Keep, handed.Output)
 	}
@@ -109,7 +101,7 @@ func TestEngineThatCannotContinueStartsOver(t *testing.T) {
 	done := e.waitStatus(tk.ID, task.StatusDone)
 	events := e.log(tk.ID)
 	e.checkLog(events, done)
-	if done.Output != streamOf(100) || done.Attempt != 3 {
+	if done.Output != enginetest.StreamText(100) || done.Attempt != 3 {
 		t.Fatalf("attempt %d output %q", done.Attempt, done.Output)
 	}
 	var starts []string
@@ -164,7 +156,7 @@ func TestNATSOutageIsAPause(t *testing.T) {
 	done := e.waitStatus(tk.ID, task.StatusDone)
 	events := e.log(tk.ID)
 	e.checkLog(events, done)
-	if done.Attempt != 1 || done.Output != streamOf(150) {
+	if done.Attempt != 1 || done.Output != enginetest.StreamText(150) {
 		t.Fatalf("attempt %d output %q", done.Attempt, done.Output)
 	}
 }
