@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -175,15 +176,30 @@ func (s *cutOffStore) Heartbeat(ctx context.Context, taskID string, attempt int)
 	return s.Store.Heartbeat(ctx, taskID, attempt)
 }
 
-// startCutOff runs a runner with its own clock and a store that can be cut
-// off, on a step engine that has written "before " to a task.
-func startCutOff(t *testing.T) (*env, *runner.Runner, *fakeclock.Clock, *stepEngine, *cutOffStore, task.Task) {
+// cutOff is a runner with its own clock and a store that can be cut off, on
+// a step engine that has written "before " to tk.
+type cutOff struct {
+	*env
+	r     *runner.Runner
+	clock *fakeclock.Clock
+	eng   *stepEngine
+	store *cutOffStore
+	tk    task.Task
+	// paused receives when the runner logs that an attempt pauses (its
+	// lease past the quiet point): the runner's own word that a write now
+	// waits, so a test need not wait a while to see that nothing happens.
+	paused <-chan struct{}
+}
+
+func startCutOff(t *testing.T) *cutOff {
 	t.Helper()
 	e := setup(t)
 	clock := fakeclock.New(time.Now())
 	eng := newStepEngine()
 	store := &cutOffStore{Store: e.store}
-	r, err := runner.New(runner.Config{ID: "r1", Engine: eng, Lease: testLease, Now: clock.Now},
+	paused := make(chan struct{}, 1)
+	log := slog.New(&onMessage{prefix: "no heartbeat succeeded for most of the lease: pausing", c: paused})
+	r, err := runner.New(runner.Config{ID: "r1", Engine: eng, Lease: testLease, Now: clock.Now, Logger: log},
 		store, natsrunner.New(e.bus))
 	if err != nil {
 		t.Fatal(err)
@@ -195,7 +211,27 @@ func startCutOff(t *testing.T) (*env, *runner.Runner, *fakeclock.Clock, *stepEng
 	eventually.Receive(t, eng.started, "the attempt to start")
 	eng.steps <- "before "
 	eventually.True(t, "the first delta in the log", func() bool { return len(e.log(tk.ID)) == 2 })
-	return e, r, clock, eng, store, tk
+	return &cutOff{env: e, r: r, clock: clock, eng: eng, store: store, tk: tk, paused: paused}
+}
+
+// onMessage is a log handler that signals c (without blocking) for each
+// record whose message starts with prefix, and drops every record.
+type onMessage struct {
+	prefix string
+	c      chan<- struct{}
+}
+
+func (h *onMessage) Enabled(context.Context, slog.Level) bool { return true }
+func (h *onMessage) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *onMessage) WithGroup(string) slog.Handler            { return h }
+func (h *onMessage) Handle(_ context.Context, r slog.Record) error {
+	if strings.HasPrefix(r.Message, h.prefix) {
+		select {
+		case h.c <- struct{}{}:
+		default:
+		}
+	}
+	return nil
 }
 
 // A runner that cannot renew its lease goes quiet on its own before the
@@ -205,31 +241,32 @@ func startCutOff(t *testing.T) (*env, *runner.Runner, *fakeclock.Clock, *stepEng
 // refused, the attempt ends without a word, and the gate opens again.
 func TestRunnerCutOffFromPostgresGoesQuiet(t *testing.T) {
 	t.Parallel()
-	e, r, clock, eng, store, tk := startCutOff(t)
-	if !r.MaySend() {
+	c := startCutOff(t)
+	if !c.r.MaySend() {
 		t.Fatal("a runner holding its lease may not send")
 	}
 
-	store.cut.Store(true)
+	c.store.cut.Store(true)
 	// Four fifths of a lease without a heartbeat: the runner must be quiet
 	// now, a fifth of a lease before anyone may take the task over.
-	clock.Advance(testLease * 4 / 5)
-	if r.MaySend() {
+	c.clock.Advance(testLease * 4 / 5)
+	if c.r.MaySend() {
 		t.Fatal("a runner about to lose its lease may still send")
 	}
-	eng.steps <- "after "
+	c.eng.steps <- "after "
+	eventually.Receive(t, c.paused, "the write to pause")
 	select {
-	case err := <-eng.ended:
+	case err := <-c.eng.ended:
 		t.Fatalf("the attempt ended while paused, before its lease lapsed: %v", err)
-	case <-time.After(300 * time.Millisecond):
+	default:
 	}
 	// A lease past the end of the lease: it gives up.
-	clock.Advance(testLease*6/5 + time.Millisecond)
-	if err := eventually.Receive(t, eng.ended, "the attempt to end"); err == nil {
+	c.clock.Advance(testLease*6/5 + time.Millisecond)
+	if err := eventually.Receive(t, c.eng.ended, "the attempt to end"); err == nil {
 		t.Fatal("a delta was accepted after the runner went quiet")
 	}
-	eventually.True(t, "the gate to open again", r.MaySend)
-	for _, ev := range e.log(tk.ID) {
+	eventually.True(t, "the gate to open again", c.r.MaySend)
+	for _, ev := range c.log(c.tk.ID) {
 		if ev.Type == task.EventDelta && ev.Text != "before " {
 			t.Fatalf("logged %q after the runner went quiet", ev.Text)
 		}
@@ -242,26 +279,30 @@ func TestRunnerCutOffFromPostgresGoesQuiet(t *testing.T) {
 // the answer ends on attempt 1 with nothing lost or doubled.
 func TestRunnerPausedByAnOutageResumes(t *testing.T) {
 	t.Parallel()
-	e, r, clock, eng, store, tk := startCutOff(t)
+	c := startCutOff(t)
 
-	store.cut.Store(true)
-	clock.Advance(testLease * 9 / 10) // past the quiet point, not past the lease
-	if r.MaySend() {
+	c.store.cut.Store(true)
+	c.clock.Advance(testLease * 9 / 10) // past the quiet point, not past the lease
+	if c.r.MaySend() {
 		t.Fatal("a paused runner may still send")
 	}
-	eng.steps <- "after "
+	c.eng.steps <- "after "
+	eventually.Receive(t, c.paused, "the write to pause")
 	select {
-	case err := <-eng.ended:
+	case err := <-c.eng.ended:
 		t.Fatalf("the attempt ended while paused: %v", err)
-	case <-time.After(300 * time.Millisecond):
+	default:
 	}
-	store.cut.Store(false) // Postgres is back
-	eventually.True(t, "the paused write to go out", func() bool { return outputOf(e.log(tk.ID)) == "before after " })
-	if !r.MaySend() {
+	if out := outputOf(c.log(c.tk.ID)); out != "before " {
+		t.Fatalf("logged %q while paused", out)
+	}
+	c.store.cut.Store(false) // Postgres is back
+	eventually.True(t, "the paused write to go out", func() bool { return outputOf(c.log(c.tk.ID)) == "before after " })
+	if !c.r.MaySend() {
 		t.Fatal("the gate did not open after a heartbeat succeeded")
 	}
-	eng.steps <- ""
-	done := e.waitStatus(tk.ID, task.StatusDone)
+	c.eng.steps <- ""
+	done := c.waitStatus(c.tk.ID, task.StatusDone)
 	if done.Attempt != 1 || done.Output != "before after " {
 		t.Fatalf("attempt %d output %q", done.Attempt, done.Output)
 	}
