@@ -16,12 +16,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/tether-dev/tether/internal/fakeclock"
 	"github.com/tether-dev/tether/internal/postgres"
 	"github.com/tether-dev/tether/internal/postgres/pgtest"
 	"github.com/tether-dev/tether/internal/uploads"
@@ -36,31 +36,14 @@ type env struct {
 	dir   *uploads.Dir
 	svc   *uploads.Service
 	srv   *httptest.Server
-	clock *clock
-}
-
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
+	clock *fakeclock.Clock
 }
 
 const userHeader = "X-Test-User"
 
 func setup(t testing.TB, cfg uploads.Config) *env {
 	t.Helper()
-	c := &clock{now: time.Now()}
+	c := fakeclock.New(time.Now())
 	store := pgtest.New(t, postgres.Config{Now: c.Now})
 	dir, err := uploads.NewDir(filepath.Join(t.TempDir(), "uploads"))
 	if err != nil {
@@ -206,18 +189,6 @@ func fileSum(t testing.TB, name string) string {
 		t.Fatal(err)
 	}
 	return sum(b)
-}
-
-// waitFor polls cond (state outside the test's control) until it holds.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func newID() string { return uuid.NewString() }

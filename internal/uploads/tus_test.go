@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether-dev/tether/internal/eventually"
 	"github.com/tether-dev/tether/internal/task"
 	"github.com/tether-dev/tether/internal/uploads"
 )
@@ -46,7 +47,7 @@ func TestInterruptedPatchResumesFromHead(t *testing.T) {
 
 	// Everything that reached the server is kept; HEAD says so.
 	id := path.Base(p)
-	waitFor(t, "the received bytes to be recorded", func() bool {
+	eventually.True(t, "the received bytes to be recorded", func() bool {
 		u, err := e.store.Upload(context.Background(), "ann", id)
 		return err == nil && u.Offset == int64(sent)
 	})
