@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/tether-dev/tether/internal/eventually"
 	"github.com/tether-dev/tether/internal/natsbus"
 	"github.com/tether-dev/tether/internal/natsbus/natstest"
 )
@@ -111,7 +112,7 @@ func TestReadyAfterServerStops(t *testing.T) {
 	}
 	srv.Shutdown()
 	srv.WaitForShutdown()
-	waitFor(t, "Ready to fail", func() bool {
+	eventually.True(t, "Ready to fail", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		defer cancel()
 		return b.Ready(ctx) != nil

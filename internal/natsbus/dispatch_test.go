@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/tether-dev/tether/internal/eventually"
 	"github.com/tether-dev/tether/internal/natsbus"
 )
 
@@ -82,7 +83,7 @@ func TestDispatchExactlyOnce(t *testing.T) {
 	if err := gw.Dispatch(ctx, taskID(0), 1); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "all dispatches run", func() bool { return total.Load() == n })
+	eventually.True(t, "all dispatches run", func() bool { return total.Load() == n })
 	if err := stop1(); err != nil {
 		t.Fatal(err)
 	}

@@ -8,12 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether-dev/tether/internal/eventually"
 	"github.com/tether-dev/tether/internal/natsbus"
 	"github.com/tether-dev/tether/internal/protocol"
 	"github.com/tether-dev/tether/internal/task"
 )
 
-func seqs(ms []natsbus.Msg) []int64 {
+func seqs(ms []task.Msg) []int64 {
 	out := make([]int64, len(ms))
 	for i, m := range ms {
 		out[i] = m.Event.Seq
@@ -21,7 +22,7 @@ func seqs(ms []natsbus.Msg) []int64 {
 	return out
 }
 
-func checkSeqs(t *testing.T, got []natsbus.Msg, from, to int64) {
+func checkSeqs(t *testing.T, got []task.Msg, from, to int64) {
 	t.Helper()
 	if len(got) != int(to-from+1) {
 		t.Fatalf("got seqs %v, want %d..%d", seqs(got), from, to)
@@ -39,8 +40,8 @@ func TestPublisherOrderDedupFlush(t *testing.T) {
 	ctx := ctxT(t)
 
 	var mu sync.Mutex
-	var live []natsbus.Msg
-	unsub, err := b.SubscribeTask(taskA, func(m natsbus.Msg) {
+	var live []task.Msg
+	unsub, err := b.SubscribeTask(taskA, func(m task.Msg) {
 		mu.Lock()
 		live = append(live, m)
 		mu.Unlock()
@@ -94,7 +95,7 @@ func TestPublisherOrderDedupFlush(t *testing.T) {
 	}
 
 	// Live subscribers get every publish in order, the duplicate included.
-	waitFor(t, "live events", func() bool { mu.Lock(); defer mu.Unlock(); return len(live) == n+1 })
+	eventually.True(t, "live events", func() bool { mu.Lock(); defer mu.Unlock(); return len(live) == n+1 })
 	mu.Lock()
 	defer mu.Unlock()
 	checkSeqs(t, live[:n], 1, n)

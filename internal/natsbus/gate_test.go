@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/tether-dev/tether/internal/eventually"
 	"github.com/tether-dev/tether/internal/natsbus"
 	"github.com/tether-dev/tether/internal/natsbus/natstest"
 	"github.com/tether-dev/tether/internal/task"
@@ -47,11 +48,11 @@ func TestWriteGateDropsWhatWasBuffered(t *testing.T) {
 		t.Fatal("an event was acknowledged while the gate was shut")
 	}
 	if b.Conn().Status() == nats.CONNECTED {
-		waitFor(t, "the shut gate to close the connection", func() bool { return b.Conn().Status() != nats.CONNECTED })
+		eventually.True(t, "the shut gate to close the connection", func() bool { return b.Conn().Status() != nats.CONNECTED })
 	}
 
 	open.Store(true)
-	waitFor(t, "the connection to come back", func() bool { return b.Conn().Status() == nats.CONNECTED })
+	eventually.True(t, "the connection to come back", func() bool { return b.Conn().Status() == nats.CONNECTED })
 	if _, err := b.PublishEventSync(ctx, delta(taskA, 3)); err != nil {
 		t.Fatalf("publish after the gate opened: %v", err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/tether-dev/tether/internal/eventually"
 	"github.com/tether-dev/tether/internal/natsbus"
 )
 
@@ -30,13 +31,7 @@ func TestConnectUpdatesOnlyStreamsThatDiffer(t *testing.T) {
 	// next is the stream of the next update advisory.
 	next := func(what string) string {
 		t.Helper()
-		select {
-		case s := <-updated:
-			return s
-		case <-time.After(10 * time.Second):
-			t.Fatalf("timed out waiting for %s", what)
-			return ""
-		}
+		return eventually.Receive(t, updated, what)
 	}
 	// marker updates the dispatch stream itself: its advisory comes after
 	// any that a connect before it caused.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/tether-dev/tether/internal/eventually"
 	"github.com/tether-dev/tether/internal/natsbus"
 	"github.com/tether-dev/tether/internal/task"
 )
@@ -26,14 +27,14 @@ func TestDisconnectedIsUnavailable(t *testing.T) {
 	ctx := ctxT(t)
 	srv.Shutdown()
 	srv.WaitForShutdown()
-	waitFor(t, "the client to notice", func() bool { return b.Conn().Status() != nats.CONNECTED })
+	eventually.True(t, "the client to notice", func() bool { return b.Conn().Status() != nats.CONNECTED })
 
 	code := func(err error) task.Code { return task.ErrorCode(err) }
 	if err := b.Ready(ctx); code(err) != task.CodeUnavailable {
 		t.Errorf("Ready: %v", err)
 	}
 	start := time.Now()
-	if _, err := b.SubscribeTask("t1", func(natsbus.Msg) {}, nil); code(err) != task.CodeUnavailable {
+	if _, err := b.SubscribeTask("t1", func(task.Msg) {}, nil); code(err) != task.CodeUnavailable {
 		t.Errorf("SubscribeTask: %v", err)
 	}
 	if time.Since(start) > time.Second {
@@ -53,5 +54,5 @@ func TestDisconnectedIsUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
-	waitFor(t, "ready again", func() bool { return b.Ready(ctx) == nil })
+	eventually.True(t, "ready again", func() bool { return b.Ready(ctx) == nil })
 }
