@@ -13,6 +13,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 
+	"github.com/tether-dev/tether/internal/engine/enginetest"
 	"github.com/tether-dev/tether/internal/gateway"
 )
 
@@ -101,13 +102,13 @@ func TestResponsesLiveStreamNumbering(t *testing.T) {
 	s := c.Responses.NewStreaming(context.Background(), responses.ResponseNewParams{
 		Model: "demo", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("/stream 40 2")}})
 	evs := readAll(t, s, nil)
-	checkNumbering(t, evs, streamText(40))
+	checkNumbering(t, evs, enginetest.StreamText(40))
 
 	// The same response replayed from 0 by the SDK's GetStreaming (which
 	// sends stream in a JSON body) agrees event for event, deltas included.
 	id := evs[0].resp.ID
 	replay := readAll(t, c.Responses.GetStreaming(context.Background(), id, responses.ResponseGetParams{}), nil)
-	checkNumbering(t, replay, streamText(40))
+	checkNumbering(t, replay, enginetest.StreamText(40))
 	if len(replay) != len(evs) {
 		t.Fatalf("replay has %d events, the live stream %d", len(replay), len(evs))
 	}
@@ -129,7 +130,7 @@ func TestResponsesResumeAtRandomCuts(t *testing.T) {
 	c := e.client("key-cuts")
 	ctx := context.Background()
 	const n = 60
-	want := streamText(n)
+	want := enginetest.StreamText(n)
 	end := int64(3 + len(want))
 	rng := rand.New(rand.NewPCG(1, 2))
 	cuts := 0
@@ -185,7 +186,7 @@ func TestResponsesResumeAtRandomCuts(t *testing.T) {
 	if err != nil || r.Status != "completed" {
 		t.Fatalf("create and wait: %v, %+v", err, r)
 	}
-	short := streamText(5)
+	short := enginetest.StreamText(5)
 	for after := int64(-1); after <= int64(3+len(short)+4); after++ {
 		evs := readAll(t, c.Responses.GetStreaming(ctx, r.ID, responses.ResponseGetParams{StartingAfter: openai.Int(after)}), nil)
 		var text strings.Builder
@@ -256,7 +257,7 @@ func TestResponsesIdempotencyCancelAndForeignIDs(t *testing.T) {
 	if err != nil {
 		t.Fatalf("create: %v", err)
 	}
-	if z, err := c.Responses.Cancel(ctx, done.ID); err != nil || z.Status != "completed" || z.OutputText() != streamText(3) {
+	if z, err := c.Responses.Cancel(ctx, done.ID); err != nil || z.Status != "completed" || z.OutputText() != enginetest.StreamText(3) {
 		t.Fatalf("cancel of a finished response: %v, %q %q", err, z.Status, z.OutputText())
 	}
 
@@ -375,7 +376,7 @@ func TestChatCompletionRepostedWithTheSameKey(t *testing.T) {
 	if err := s.Err(); err != nil {
 		t.Fatalf("second stream: %v", err)
 	}
-	if got := acc.Choices[0].Message.Content; got != streamText(80) || acc.Choices[0].FinishReason != "stop" {
+	if got := acc.Choices[0].Message.Content; got != enginetest.StreamText(80) || acc.Choices[0].FinishReason != "stop" {
 		t.Fatalf("reposted stream: %q (finish %q); want the whole answer", got, acc.Choices[0].FinishReason)
 	}
 	if acc.Usage.CompletionTokens == 0 || !strings.HasPrefix(acc.ID, "chatcmpl-") {
@@ -388,7 +389,7 @@ func TestChatCompletionRepostedWithTheSameKey(t *testing.T) {
 	// Not streamed: the completion once the task ended.
 	done, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "demo",
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("/stream 4 0")}})
-	if err != nil || done.Choices[0].Message.Content != streamText(4) {
+	if err != nil || done.Choices[0].Message.Content != enginetest.StreamText(4) {
 		t.Fatalf("completion: %v, %+v", err, done)
 	}
 	if _, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "demo",

@@ -5,8 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -90,26 +88,4 @@ func (e *env) tasks() int {
 		e.t.Fatalf("count tasks: %v", err)
 	}
 	return n
-}
-
-// streamText is the demo engine's answer to /stream n.
-func streamText(n int) string {
-	var b strings.Builder
-	for i := 1; i <= n; i++ {
-		b.WriteString("t")
-		b.WriteString(strconv.Itoa(i))
-		b.WriteString(" ")
-	}
-	return b.String()
-}
-
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
