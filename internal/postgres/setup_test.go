@@ -3,47 +3,28 @@ package postgres_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/tether-dev/tether/internal/fakeclock"
 	"github.com/tether-dev/tether/internal/postgres"
 	"github.com/tether-dev/tether/internal/postgres/pgtest"
 	"github.com/tether-dev/tether/internal/task"
 )
 
-// clock is a fake clock the tests move by hand. Its start has nanoseconds,
-// which the store must truncate to what Postgres keeps.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *clock {
-	return &clock{now: time.Date(2030, 1, 2, 3, 4, 5, 123456789, time.UTC)}
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+// clockStart is the fake clock's first reading. It has nanoseconds, which the
+// store must truncate to what Postgres keeps.
+var clockStart = time.Date(2030, 1, 2, 3, 4, 5, 123456789, time.UTC)
 
 // stored is what the store makes of a clock time.
 func stored(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 
 // setup returns a store on its own schema, driven by a fake clock.
-func setup(t testing.TB, cfg postgres.Config) (*postgres.Store, *clock) {
+func setup(t testing.TB, cfg postgres.Config) (*postgres.Store, *fakeclock.Clock) {
 	t.Helper()
-	c := newClock()
+	c := fakeclock.New(clockStart)
 	cfg.Now = c.Now
 	return pgtest.New(t, cfg), c
 }

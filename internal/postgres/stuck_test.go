@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether-dev/tether/internal/eventually"
 	"github.com/tether-dev/tether/internal/postgres"
 	"github.com/tether-dev/tether/internal/task"
 )
@@ -34,18 +35,14 @@ func TestExpiredLeaseOfAFrozenRunnerHoldingTheRowIsHandedOver(t *testing.T) {
 	}
 
 	clk.Advance(time.Minute)
-	deadline := time.Now().Add(20 * time.Second)
 	var handed []task.Task
-	for len(handed) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the task held by the frozen session was never handed over")
-		}
+	eventually.True(t, "the task held by the frozen session to be handed over", func() bool {
 		handed, err = s.ExpireLeases(ctx, nil)
 		if err != nil {
 			t.Logf("expire leases: %v", err)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return len(handed) > 0
+	})
 	if h := handed[0]; h.ID != r.ID || h.Status != task.StatusPending || h.Attempt != 2 {
 		t.Fatalf("handed over %+v", h)
 	}

@@ -8,12 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether-dev/tether/internal/fakeclock"
 	"github.com/tether-dev/tether/internal/postgres"
 	"github.com/tether-dev/tether/internal/task"
 )
 
 // newUpload records an upload of size bytes for user, expiring in a day.
-func newUpload(t testing.TB, s *postgres.Store, c *clock, user, name string, size int64) task.Upload {
+func newUpload(t testing.TB, s *postgres.Store, c *fakeclock.Clock, user, name string, size int64) task.Upload {
 	t.Helper()
 	u, err := s.CreateUpload(context.Background(), task.NewUpload{ID: newID(), UserID: user,
 		Name: name, Type: "text/plain", Size: size, ExpiresAt: c.Now().Add(24 * time.Hour)})
@@ -24,7 +25,7 @@ func newUpload(t testing.TB, s *postgres.Store, c *clock, user, name string, siz
 }
 
 // finishedUpload records an upload holding text and finishes it.
-func finishedUpload(t testing.TB, s *postgres.Store, c *clock, user, name, text string) task.Upload {
+func finishedUpload(t testing.TB, s *postgres.Store, c *fakeclock.Clock, user, name, text string) task.Upload {
 	t.Helper()
 	ctx := context.Background()
 	u := newUpload(t, s, c, user, name, int64(len(text)))
