@@ -2,12 +2,13 @@ package maintenance_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/tether-dev/tether/internal/eventually"
+	"github.com/tether-dev/tether/internal/fakeclock"
 	"github.com/tether-dev/tether/internal/maintenance"
 	"github.com/tether-dev/tether/internal/natsbus"
 	"github.com/tether-dev/tether/internal/natsbus/natstest"
@@ -16,33 +17,16 @@ import (
 	"github.com/tether-dev/tether/internal/task"
 )
 
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 type env struct {
 	store *postgres.Store
 	bus   *natsbus.Bus
-	clock *fakeClock
+	clock *fakeclock.Clock
 	loop  *maintenance.Loop
 }
 
 func setup(t *testing.T) *env {
 	t.Helper()
-	clock := &fakeClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clock := fakeclock.New(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	store := pgtest.New(t, postgres.Config{Lease: 15 * time.Second, PendingTimeout: time.Minute, Now: clock.Now})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -229,12 +213,7 @@ func TestRunStopsWithContext(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- e.loop.Run(ctx) }()
 	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("Run did not stop")
+	if err := eventually.Receive(t, done, "Run to stop"); err != nil {
+		t.Fatal(err)
 	}
 }
