@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tether-dev/tether/internal/eventually"
 )
 
 func TestOpenAIErrorStatuses(t *testing.T) {
@@ -218,7 +220,7 @@ func TestOpenAIFirstTokenTimeout(t *testing.T) {
 			if got := failureOf(t, err); got != "model server timed out" {
 				t.Fatalf("failure %q", got)
 			}
-			waitFor(t, closed, "the hung request to be closed")
+			eventually.Receive(t, closed, "the hung request to be closed")
 			if n := f.requests.Load(); n != 1 {
 				t.Fatalf("%d requests: a timeout is not retried", n)
 			}
@@ -244,7 +246,7 @@ func TestOpenAIRequestTimeoutAfterTheFirstToken(t *testing.T) {
 	if got := failureOf(t, err); got != "model server timed out" {
 		t.Fatalf("failure %q", got)
 	}
-	waitFor(t, closed, "the request to be closed")
+	eventually.Receive(t, closed, "the request to be closed")
 	if out.text() != "slow" {
 		t.Fatalf("output %q", out.text())
 	}

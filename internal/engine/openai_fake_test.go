@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+
+	"github.com/tether-dev/tether/internal/syncbuffer"
 )
 
 // testKey is the API key of every test: no error or log line may contain it.
@@ -164,29 +166,11 @@ func refusingPrefill(status int, next func(n int, w http.ResponseWriter, r *http
 	}
 }
 
-// syncBuffer is a log destination safe for the engine's goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // newTestOpenAI returns an engine for f with a captured debug log and a
 // retry policy of up to retries quick retries.
-func newTestOpenAI(t *testing.T, f *fake, retries uint64, edit func(*OpenAIConfig)) (*OpenAI, *syncBuffer) {
+func newTestOpenAI(t *testing.T, f *fake, retries uint64, edit func(*OpenAIConfig)) (*OpenAI, *syncbuffer.Buffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &syncbuffer.Buffer{}
 	cfg := OpenAIConfig{
 		BaseURL:      f.baseURL(),
 		APIKey:       testKey,
@@ -291,16 +275,4 @@ func failureOf(t *testing.T, err error) string {
 		t.Fatalf("error %q contains the API key", err)
 	}
 	return f.Message
-}
-
-// waitFor waits for c with a generous deadline.
-func waitFor[T any](t *testing.T, c <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-c:
-		return v
-	case <-time.After(10 * time.Second):
-		t.Fatalf("timed out waiting for %s", what)
-		panic("unreachable")
-	}
 }

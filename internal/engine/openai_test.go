@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tether-dev/tether/internal/eventually"
 	"github.com/tether-dev/tether/internal/task"
 )
 
@@ -246,10 +247,10 @@ func TestOpenAIFlushesPendingTextWhileTheServerPauses(t *testing.T) {
 	go func() { done <- o.Run(context.Background(), Input{Content: "x"}, out) }()
 	var seen string
 	for !strings.HasSuffix(seen, " second") {
-		seen += waitFor(t, out.deltaC, "the pending text to be flushed during the pause")
+		seen += eventually.Receive(t, out.deltaC, "the pending text to be flushed during the pause")
 	}
 	close(release)
-	if err := waitFor(t, done, "Run"); err != nil {
+	if err := eventually.Receive(t, done, "Run"); err != nil {
 		t.Fatal(err)
 	}
 	if got := out.text(); got != "first second third" {
@@ -298,16 +299,16 @@ func TestOpenAICancelClosesUpstreamRequest(t *testing.T) {
 			out := &output{}
 			done := make(chan error, 1)
 			go func() { done <- o.Run(ctx, Input{Content: "x"}, out) }()
-			waitFor(t, arrived, "the request")
+			eventually.Receive(t, arrived, "the request")
 			cancel()
-			err := waitFor(t, done, "Run to return after cancel")
+			err := eventually.Receive(t, done, "Run to return after cancel")
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("err = %v, want context.Canceled", err)
 			}
 			if _, ok := AsFailure(err); ok {
 				t.Fatalf("a cancel became a Failure: %v", err)
 			}
-			waitFor(t, closed, "the server to see the request closed")
+			eventually.Receive(t, closed, "the server to see the request closed")
 			if n := f.requests.Load(); n != 1 {
 				t.Fatalf("%d requests: a cancel must not retry", n)
 			}
@@ -334,7 +335,7 @@ func TestOpenAIOutputErrorStopsTheRun(t *testing.T) {
 	if _, ok := AsFailure(err); ok {
 		t.Fatalf("an Output error became a Failure")
 	}
-	waitFor(t, closed, "the upstream request to be closed")
+	eventually.Receive(t, closed, "the upstream request to be closed")
 	if n := f.requests.Load(); n != 1 {
 		t.Fatalf("%d requests", n)
 	}
