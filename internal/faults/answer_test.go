@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/tether-dev/tether/internal/engine/enginetest"
 )
 
 // answer is one submitted task followed by several tabs.
@@ -21,7 +23,7 @@ type answer struct {
 // newAnswer makes the ids of a /stream n ms answer, not yet submitted
 // (so a watcher can follow the task before its first event).
 func newAnswer(n, ms int) *answer {
-	return &answer{taskID: uuid.NewString(), conv: uuid.NewString(), content: fmt.Sprintf("/stream %d %d", n, ms), n: n, want: streamText(n)}
+	return &answer{taskID: uuid.NewString(), conv: uuid.NewString(), content: fmt.Sprintf("/stream %d %d", n, ms), n: n, want: enginetest.StreamText(n)}
 }
 
 // submit submits /stream n ms with the given number of tabs (see open).

@@ -13,6 +13,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tether-dev/tether/internal/eventually"
 )
 
 // The stream and subject names of the log, as PROTOCOL.md's deployment
@@ -141,7 +143,7 @@ func replayLog(natsURL, taskID string) (*logReplay, error) {
 func replayLogRetry(natsURL, taskID string) (*logReplay, error) {
 	var lg *logReplay
 	var last error
-	err := waitFor(30*time.Second, "a read of the log", func() (bool, error) {
+	err := eventually.Within(30*time.Second, "a read of the log", func() (bool, error) {
 		lg, last = replayLog(natsURL, taskID)
 		return last == nil, nil
 	})
@@ -232,7 +234,7 @@ func (s *system) verify(t testing.TB, a *answer, x expect) (pgTask, *logReplay) 
 	// event live (core NATS) a moment before the log's replicas stored it:
 	// read it again until it answers and holds what Postgres holds.
 	var lg *logReplay
-	err = waitFor(30*time.Second, "the log holding seq "+strconv.FormatInt(row.Seq, 10), func() (bool, error) {
+	err = eventually.Within(30*time.Second, "the log holding seq "+strconv.FormatInt(row.Seq, 10), func() (bool, error) {
 		r, rerr := replayLog(s.natsURL, a.taskID)
 		if rerr == nil {
 			lg = r

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tether-dev/tether/internal/engine/enginetest"
 )
 
 // TestFollowerRule checks the harness's own reading of the 1.1 rule, without
@@ -104,7 +106,7 @@ func TestFollowerRule(t *testing.T) {
 }
 
 func TestTokenDiff(t *testing.T) {
-	want := streamText(10)
+	want := enginetest.StreamText(10)
 	if d := tokenDiff(want, want); d != "" {
 		t.Fatal(d)
 	}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tether-dev/tether/internal/eventually"
 )
 
 // natsNode is one nats-server of the system under test: the standalone
@@ -155,7 +157,7 @@ func (s *system) waitNATSHealthy(timeout time.Duration, nodes ...*natsNode) erro
 	client := &http.Client{Timeout: 2 * time.Second}
 	for _, n := range nodes {
 		var last string
-		err := waitFor(timeout, n.name+" /healthz 200", func() (bool, error) {
+		err := eventually.Within(timeout, n.name+" /healthz 200", func() (bool, error) {
 			if e := n.exitError(); e != nil {
 				return false, fmt.Errorf("%s exited: %v", n.name, e)
 			}

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/tether-dev/tether/internal/eventually"
 )
 
 // pgDown is how long Postgres stays stopped in TestPostgresRestart: a
@@ -212,7 +214,7 @@ func pgRestartTrial(t *testing.T, s *system, pg func(string) error) {
 	}
 	// Every asker has answered after the restart: each of its kinds of
 	// request succeeds again (observed, then stop).
-	if err := waitFor(30*time.Second, "the clients' requests succeeding again", func() (bool, error) {
+	if err := eventually.Within(30*time.Second, "the clients' requests succeeding again", func() (bool, error) {
 		k.mu.Lock()
 		defer k.mu.Unlock()
 		return k.lastOK.After(started), nil

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/tether-dev/tether/internal/eventually"
 )
 
 // pgTask is a task's row as the checks need it.
@@ -29,7 +31,7 @@ func (s *system) taskRow(id string) (pgTask, error) {
 // waitRow waits until the task's row satisfies cond.
 func (s *system) waitRow(id string, timeout time.Duration, what string, cond func(pgTask) bool) (pgTask, error) {
 	var last pgTask
-	err := waitFor(timeout, what, func() (bool, error) {
+	err := eventually.Within(timeout, what, func() (bool, error) {
 		r, err := s.taskRow(id)
 		if err != nil {
 			return false, nil // the row may not be there yet; Postgres is not under test here

@@ -18,6 +18,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/tether-dev/tether/internal/eventually"
 	"github.com/tether-dev/tether/internal/postgres/pgtest"
 )
 
@@ -332,7 +333,7 @@ func (s *system) startGateway(g *gatewayProc) error {
 		return err
 	}
 	client := &http.Client{Timeout: 2 * time.Second}
-	err := waitFor(60*time.Second, g.name+" /readyz 200", func() (bool, error) {
+	err := eventually.Within(60*time.Second, g.name+" /readyz 200", func() (bool, error) {
 		if e := g.exitError(); e != nil {
 			return false, fmt.Errorf("%s exited: %v", g.name, e)
 		}
@@ -406,27 +407,6 @@ func (s *system) runner(id string) *runnerProc {
 		}
 	}
 	return nil
-}
-
-// waitFor polls cond every 25 ms until it holds, fails, or the timeout
-// passes: a wait on a condition with a deadline.
-func waitFor(timeout time.Duration, what string, cond func() (bool, error)) error {
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(25 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		ok, err := cond()
-		if err != nil {
-			return fmt.Errorf("waiting for %s: %w", what, err)
-		}
-		if ok {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not reached within %v", what, timeout)
-		}
-		<-tick.C
-	}
 }
 
 // keepLogs has the process logs saved when the test ends, even if it

@@ -2,21 +2,10 @@ package faults
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
-)
 
-// streamText is the demo engine's exact answer to /stream n MS:
-// "t1 t2 ... tn " (PROTOCOL.md section 6).
-func streamText(n int) string {
-	var b strings.Builder
-	for i := 1; i <= n; i++ {
-		b.WriteString("t")
-		b.WriteString(strconv.Itoa(i))
-		b.WriteString(" ")
-	}
-	return b.String()
-}
+	"github.com/tether-dev/tether/internal/engine/enginetest"
+)
 
 // tokenDiff compares got with want token by token. It returns "" when they
 // are equal, else the index of the first differing token with a few tokens
@@ -57,4 +46,4 @@ func tokensIn(text string, n int) (tokens int, boundary bool) {
 
 // bytesFor is the length of the first k tokens of a stream answer, to wait
 // for "k tokens" without counting spaces on every event.
-func bytesFor(k int) int { return len(streamText(k)) }
+func bytesFor(k int) int { return len(enginetest.StreamText(k)) }
