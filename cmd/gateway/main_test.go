@@ -4,16 +4,18 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/tether-dev/tether/internal/eventually"
 	"github.com/tether-dev/tether/internal/postgres"
 	"github.com/tether-dev/tether/internal/postgres/pgtest"
+	"github.com/tether-dev/tether/internal/syncbuffer"
 )
 
 func getenvFrom(m map[string]string) func(string) string {
@@ -55,7 +57,7 @@ func TestNATSPasswordNeverPrinted(t *testing.T) {
 		"TETHER_ADDR":            "127.0.0.1:0",
 		"TETHER_DATA_DIR":        t.TempDir(),
 	}
-	var stdout, stderr syncBuffer
+	var stdout, stderr syncbuffer.Buffer
 	err := run(context.Background(), nil, getenvFrom(env), &stdout, &stderr)
 	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
 		t.Fatalf("err = %v", err)
@@ -63,24 +65,6 @@ func TestNATSPasswordNeverPrinted(t *testing.T) {
 	if all := err.Error() + stdout.String() + stderr.String(); strings.Contains(all, "hunter2") {
 		t.Fatalf("the NATS password was printed:\n%s", all)
 	}
-}
-
-// syncBuffer is a writer the test can read while run writes to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestRunServes: the gateway with its embedded NATS comes up on a free
@@ -94,26 +78,26 @@ func TestRunServes(t *testing.T) {
 		"TETHER_DATA_DIR":    t.TempDir(),
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	var stdout, stderr syncBuffer
+	var stdout, stderr syncbuffer.Buffer
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, nil, getenvFrom(env), &stdout, &stderr) }()
 
 	addr := regexp.MustCompile(`listening on (http://\S+)`)
-	deadline := time.Now().Add(60 * time.Second)
 	var base string
-	for base == "" {
+	// Longer than eventually.Deadline: before it listens, the gateway
+	// starts NATS and migrates an empty schema, on a busy machine.
+	if err := eventually.Within(time.Minute, "the address printed", func() (bool, error) {
 		if m := addr.FindStringSubmatch(stdout.String()); m != nil {
 			base = m[1]
 		}
 		select {
 		case err := <-done:
-			t.Fatalf("run ended early: %v\n%s", err, stderr.String())
+			return false, fmt.Errorf("run ended early: %v", err)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no address printed; stderr:\n%s", stderr.String())
-		}
-		time.Sleep(10 * time.Millisecond)
+		return base != "", nil
+	}); err != nil {
+		t.Fatalf("%v; stderr:\n%s", err, stderr.String())
 	}
 	resp, err := http.Get(base + "/readyz")
 	if err != nil || resp.StatusCode != http.StatusOK {
@@ -124,13 +108,8 @@ func TestRunServes(t *testing.T) {
 		t.Errorf("no warning about anonymous mode in the log:\n%s", stderr.String())
 	}
 	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("run: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("run did not stop")
+	if err := eventually.Receive(t, done, "run to stop"); err != nil {
+		t.Fatalf("run: %v", err)
 	}
 }
 

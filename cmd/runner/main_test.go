@@ -11,10 +11,13 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/tether-dev/tether/internal/engine/enginetest"
+	"github.com/tether-dev/tether/internal/eventually"
 	"github.com/tether-dev/tether/internal/natsbus"
 	"github.com/tether-dev/tether/internal/natsbus/natstest"
 	"github.com/tether-dev/tether/internal/postgres"
 	"github.com/tether-dev/tether/internal/postgres/pgtest"
+	"github.com/tether-dev/tether/internal/syncbuffer"
 	"github.com/tether-dev/tether/internal/task"
 )
 
@@ -91,7 +94,7 @@ func TestRunRunsATask(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	var runErr error
-	var stdout, stderr syncBuffer
+	var stdout, stderr syncbuffer.Buffer
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -118,22 +121,15 @@ func TestRunRunsATask(t *testing.T) {
 	if err := bus.Dispatch(cctx, res.Task.ID, 1); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		got, err := own.Load(cctx, res.Task.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.Status == task.StatusDone {
-			if got.Output != "t1 t2 t3 " {
-				t.Fatalf("output %q", got.Output)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task still %s; runner log:\n%s", got.Status, stderr.String())
-		}
-		time.Sleep(10 * time.Millisecond)
+	var got task.Task
+	if err := eventually.Within(eventually.Deadline, "the task to be done", func() (bool, error) {
+		got, err = own.Load(cctx, res.Task.ID)
+		return err == nil && got.Status == task.StatusDone, err
+	}); err != nil {
+		t.Fatalf("%v (status %s); runner log:\n%s", err, got.Status, stderr.String())
+	}
+	if got.Output != enginetest.StreamText(3) {
+		t.Fatalf("output %q", got.Output)
 	}
 	cancel()
 	wg.Wait()
@@ -143,23 +139,6 @@ func TestRunRunsATask(t *testing.T) {
 	if out := stdout.String() + stderr.String(); !strings.Contains(out, "NATS nats://redacted@") || strings.Contains(out, "hunter2") {
 		t.Fatalf("banner and log:\n%s", out)
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestMigrateApart: `runner migrate` is the migration step alone; a runner
