@@ -99,6 +99,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		IdempotencyTTL: c.IdempotencyTTL, PendingTimeout: c.PendingTimeout,
 		Lease: c.Lease, MaxAttempts: c.MaxAttempts, MaxRetries: c.MaxRetries, CursorKey: cursorKey,
 		MigrateTimeout: c.MigrateTimeout, NoMigrate: !c.Migrate,
+		StatementTimeout: c.StatementTimeout, LockTimeout: c.LockTimeout,
 	}, c.ConnectTimeout, func(err error) { log.Warn("Postgres not reachable yet, retrying", "err", err) })
 	if err != nil {
 		return err
@@ -142,6 +143,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		MaxSubscriptions: c.MaxSubscriptions,
 		MaxPending:       c.MaxPending,
 		QueueBytes:       c.QueueBytes,
+		RequestTimeout:   c.RequestTimeout,
 		UI:               webui.Handler(),
 		Uploads:          ups,
 		Logger:           log,
@@ -162,7 +164,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	loopCtx, stopLoops := context.WithCancel(context.Background())
 	defer stopLoops()
-	loop := &maintenance.Loop{Store: store, Bus: bus, Uploads: ups, LogGrace: c.LogGrace, Logger: log}
+	loop := &maintenance.Loop{Store: store, Bus: bus, Uploads: ups, LogGrace: c.LogGrace,
+		StepTimeout: c.MaintenanceTimeout, Logger: log}
 	loopDone := make(chan error, 1)
 	go func() { loopDone <- loop.Run(loopCtx) }()
 

@@ -86,7 +86,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	defer bus.Close()
 
 	r, err := runner.New(runner.Config{ID: o.RunnerID, Engine: eng, Concurrency: o.Concurrency,
-		Lease: o.Lease, DrainTimeout: o.DrainTimeout, Logger: log}, store, natsrunner.New(bus))
+		Lease: o.Lease, DrainTimeout: o.DrainTimeout, ClaimTimeout: o.ClaimTimeout, Logger: log}, store, natsrunner.New(bus))
 	if err != nil {
 		return err
 	}
@@ -94,7 +94,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	// The URL may hold a password: print it redacted.
 	fmt.Fprintf(stdout, "runner %s: engine %s, %d at once, NATS %s\n", r.ID(), o.Engine, o.Concurrency, natsbus.RedactURL(o.NATSURL))
 
-	loop := &maintenance.Loop{Store: store, Bus: bus, Interval: o.MaintenanceInterval, LogGrace: o.LogGrace, Logger: log}
+	loop := &maintenance.Loop{Store: store, Bus: bus, Interval: o.MaintenanceInterval, LogGrace: o.LogGrace,
+		StepTimeout: o.MaintenanceTimeout, Logger: log}
 	// Maintenance stops with the signal; the runner drains after it.
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -130,7 +131,8 @@ func openStore(ctx context.Context, o *config.Config, log *slog.Logger) (*postgr
 	cfg := postgres.Config{IdempotencyTTL: o.IdempotencyTTL, PendingTimeout: o.PendingTimeout,
 		Lease: o.Lease, MaxAttempts: o.MaxAttempts, ResultInlineMax: o.ResultInlineMax,
 		ApplicationName: postgres.RunnerApplicationName(o.RunnerID),
-		MigrateTimeout:  o.MigrateTimeout, NoMigrate: !o.Migrate}
+		MigrateTimeout:  o.MigrateTimeout, NoMigrate: !o.Migrate,
+		StatementTimeout: o.StatementTimeout, LockTimeout: o.LockTimeout}
 	return postgres.Dial(ctx, o.DatabaseURL, cfg, o.ConnectTimeout, func(err error) {
 		log.Warn("Postgres not reachable yet, retrying", "err", err)
 	})

@@ -5,7 +5,10 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/tether-dev/tether/internal/gateway"
+	"github.com/tether-dev/tether/internal/maintenance"
 	"github.com/tether-dev/tether/internal/postgres"
+	"github.com/tether-dev/tether/internal/runner"
 )
 
 // Config holds every setting of the gateway and the runner, typed. Load
@@ -53,6 +56,11 @@ type Config struct {
 	ConnectTimeout      time.Duration
 	Migrate             bool
 	MigrateTimeout      time.Duration
+	StatementTimeout    time.Duration
+	LockTimeout         time.Duration
+	RequestTimeout      time.Duration
+	ClaimTimeout        time.Duration
+	MaintenanceTimeout  time.Duration
 	MaintenanceInterval time.Duration
 	LogLevel            slog.Level
 	PprofAddr           string
@@ -195,6 +203,21 @@ func (c *Config) settings() []setting {
 		{env: "TETHER_MIGRATE_TIMEOUT", flag: "migrate-timeout", users: both, def: dur(postgres.DefaultMigrateTimeout),
 			doc:   "how long the migration step may take, after connecting, the wait for another process's migration included; a migration it cuts off is rolled back and the process exits non-zero",
 			value: duration(&c.MigrateTimeout)},
+		{env: "TETHER_STATEMENT_TIMEOUT", flag: "statement-timeout", users: both, def: dur(postgres.DefaultStatementTimeout),
+			doc:   "Postgres `statement_timeout` of every session: a statement that runs longer is ended and its request answers `unavailable` (a `statement_timeout` in `DATABASE_URL` wins; migrations have none)",
+			value: duration(&c.StatementTimeout)},
+		{env: "TETHER_LOCK_TIMEOUT", flag: "lock-timeout", users: both, def: dur(postgres.DefaultLockTimeout),
+			doc:   "Postgres `lock_timeout` of every session: a request that waits longer for a row or table another transaction holds answers `unavailable` (a `lock_timeout` in `DATABASE_URL` wins; migrations have none)",
+			value: duration(&c.LockTimeout)},
+		{env: "TETHER_REQUEST_TIMEOUT", flag: "request-timeout", users: Gateway, def: dur(gateway.DefaultRequestTimeout),
+			doc:   "deadline of one request's work: the HTTP JSON endpoints, WebSocket `history` and `conversations`; past it `unavailable` (503)",
+			value: duration(&c.RequestTimeout)},
+		{env: "TETHER_CLAIM_TIMEOUT", flag: "claim-timeout", users: Runner, def: dur(runner.DefaultClaimTimeout),
+			doc:   "deadline of a runner's claim of a dispatched task; past it the dispatch comes back for another try",
+			value: duration(&c.ClaimTimeout)},
+		{env: "TETHER_MAINTENANCE_TIMEOUT", flag: "maintenance-timeout", users: both, def: dur(maintenance.DefaultStepTimeout),
+			doc:   "deadline of each step of a maintenance round (expire, hand over, purge, sweep, dispatch again); past it the step is logged and the next round tries again",
+			value: duration(&c.MaintenanceTimeout)},
 		{env: "TETHER_MAINTENANCE_INTERVAL", flag: "maintenance-interval", users: Runner, def: "1s",
 			doc:   "how often the runner's maintenance loop runs (the gateway's runs every second)",
 			value: duration(&c.MaintenanceInterval)},

@@ -7,7 +7,9 @@
 // A Loop runs in every gateway and every runner process. Many at once are
 // safe: the store decides every change with a conditional update or a row
 // lock (SKIP LOCKED), so each change is made, and its event published, by
-// exactly one of them.
+// exactly one of them. Each step of a round has a deadline of its own
+// (Loop.StepTimeout), so a database that hangs delays a round, never stops
+// the loop.
 package maintenance
 
 import (

@@ -31,6 +31,10 @@ type Config struct {
 	// Run's context is cancelled (SIGTERM) before they are abandoned.
 	// Default 20s.
 	DrainTimeout time.Duration
+	// ClaimTimeout bounds the claim of a dispatched task in the store; past
+	// it the dispatch comes back for another try. Default
+	// DefaultClaimTimeout.
+	ClaimTimeout time.Duration
 
 	// Snapshot batching: the events published since the last snapshot are
 	// written to Postgres in one SaveSnapshot when SnapshotInterval has
@@ -51,6 +55,9 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// DefaultClaimTimeout is Config.ClaimTimeout's default.
+const DefaultClaimTimeout = 10 * time.Second
+
 // withDefaults fills the zero fields and validates, once, in New.
 func (c Config) withDefaults() (Config, error) {
 	if c.ID == "" {
@@ -67,6 +74,7 @@ func (c Config) withDefaults() (Config, error) {
 	c.Concurrency = cmp.Or(c.Concurrency, 8)
 	c.Lease = cmp.Or(c.Lease, 15*time.Second)
 	c.DrainTimeout = cmp.Or(c.DrainTimeout, 20*time.Second)
+	c.ClaimTimeout = cmp.Or(c.ClaimTimeout, DefaultClaimTimeout)
 	c.SnapshotInterval = cmp.Or(c.SnapshotInterval, 100*time.Millisecond)
 	c.SnapshotEvents = cmp.Or(c.SnapshotEvents, 256)
 	c.SnapshotBytes = cmp.Or(c.SnapshotBytes, 64<<10)
@@ -85,6 +93,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.DrainTimeout < 0 {
 		errs = append(errs, fmt.Errorf("drain timeout %v is negative", c.DrainTimeout))
+	}
+	if c.ClaimTimeout < 0 {
+		errs = append(errs, fmt.Errorf("claim timeout %v is negative", c.ClaimTimeout))
 	}
 	if c.SnapshotInterval < 0 || c.SnapshotEvents < 0 || c.SnapshotBytes < 0 {
 		errs = append(errs, errors.New("snapshot batch limits must not be negative"))

@@ -210,7 +210,12 @@ func (r *Runner) claim(ctx context.Context, d Dispatch) (*attempt, error) {
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("runner %s: shutting down", r.cfg.ID)
 	}
-	claimed, err := r.store.Claim(ctx, task.Claim{TaskID: d.TaskID, RunnerID: r.cfg.ID})
+	// The claim has a deadline of its own: one stuck on a held row or a
+	// hung database gives the dispatch back (another try, maybe on another
+	// runner) instead of holding a slot of this runner.
+	claimCtx, cancel := context.WithTimeout(ctx, r.cfg.ClaimTimeout)
+	claimed, err := r.store.Claim(claimCtx, task.Claim{TaskID: d.TaskID, RunnerID: r.cfg.ID})
+	cancel()
 	switch {
 	case errors.Is(err, task.ErrNotClaimable), task.ErrorCode(err) == task.CodeNotFound:
 		log.Debug("dispatch dropped: task not claimable", "dispatch_attempt", d.Attempt, "err", err)
