@@ -53,6 +53,18 @@ describe('the view, once a frame', () => {
     expect(answer(views[views.length - 1]!)).toMatchObject({ content: text, status: 'generating' });
   });
 
+  it('keeps every message but the streaming answer the same object from one view to the next', async () => {
+    const { p, views } = await streaming();
+    p.socket.push(...deltas(0, 5).events);
+    p.frame();
+    const a = views[views.length - 1]!;
+    p.socket.push(...deltas(5, 5).events);
+    p.frame();
+    const b = views[views.length - 1]!;
+    expect(b.messages[0]).toBe(a.messages[0]); // the question: nothing to draw again
+    expect(b.messages[1]).not.toBe(a.messages[1]); // the answer grew
+  });
+
   it('sends one view per frame however the deltas are spread over WebSocket frames', async () => {
     const { p, views, answer } = await streaming();
     const before = views.length;

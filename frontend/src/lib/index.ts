@@ -17,7 +17,7 @@ export { mergeFirstPage, mergeOlderPage, applyTask, applyConversationEvent, type
 export { titleFrom, titleRunes } from './titles';
 export { dateGroup, groupByDate, messageTime, type DateGroup } from './dates';
 export { apiRequest, browserFetch, type FetchLike } from './http';
-export { buildMessages, messageStatus, type TaskState, type ViewMessage } from './view';
+export { buildMessages, keepUnchanged, messageKey, messageStatus, type TaskState, type ViewMessage } from './view';
 export { Pointers, StorageKeys, type KeyValue, type ActivePointer } from './storage';
 export { browserTabChannel, storageTabChannel, type TabChannel, type SyncMessage } from './tabsync';
 export { browserPlatform, sameOriginWsUrl, type Platform, type SocketLike } from './platform';

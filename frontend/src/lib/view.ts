@@ -179,3 +179,47 @@ export function showPath(all: ViewMessage[], chosen: ReadonlyMap<string, string>
       };
     });
 }
+
+/** A message's identity across its local echo and the server's row: its task and role (else its id). */
+export function messageKey(m: { id: string; task_id: string | null; role: Role }): string {
+  return m.task_id ? `${m.task_id}/${m.role}` : m.id;
+}
+
+/**
+ * The messages of a new view, with each one that is the same as in the
+ * previous view given back as the previous object: a renderer tells by
+ * identity (===) which messages changed and leaves the DOM of the others
+ * alone. While an answer streams, that is every message but the answer.
+ * prev holds the previous view's messages by messageKey and is updated.
+ */
+export function keepUnchanged(prev: Map<string, ViewMessage>, next: ViewMessage[]): ViewMessage[] {
+  const out = next.map((m) => {
+    const old = prev.get(messageKey(m));
+    return old && sameMessage(old, m) ? old : m;
+  });
+  prev.clear();
+  for (const m of out) prev.set(messageKey(m), m);
+  return out;
+}
+
+function sameMessage(a: ViewMessage, b: ViewMessage): boolean {
+  const keys = Object.keys(b) as Array<keyof ViewMessage>;
+  if (keys.length !== Object.keys(a).length) return false;
+  for (const k of keys) {
+    const x = a[k];
+    const y = b[k];
+    if (x === y) continue;
+    if (k === 'attachments' && sameAttachments(a.attachments, b.attachments)) continue;
+    if (k === 'versions' && a.versions && b.versions && sameVersions(a.versions, b.versions)) continue;
+    return false;
+  }
+  return true;
+}
+
+function sameAttachments(a: Attachment[], b: Attachment[]): boolean {
+  return a.length === b.length && a.every((x, i) => x.id === b[i]!.id && x.name === b[i]!.name && x.size === b[i]!.size && x.type === b[i]!.type);
+}
+
+function sameVersions(a: VersionInfo, b: VersionInfo): boolean {
+  return a.index === b.index && a.count === b.count && a.prev === b.prev && a.next === b.next;
+}

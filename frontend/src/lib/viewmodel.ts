@@ -2,11 +2,15 @@ import { Emitter } from './emitter';
 import type { Platform, TimerHandle } from './platform';
 import type { TaskStates } from './tasks';
 import type { Thread } from './thread';
-import { buildMessages, showPath, type ViewMessage } from './view';
+import { buildMessages, keepUnchanged, showPath, type ViewMessage } from './view';
 
 /** The open conversation, ready to render. */
 export interface ConversationView {
   id: string;
+  /**
+   * The messages of the path shown. A message that did not change since the
+   * previous view is the same object as in it, so a renderer can skip it.
+   */
   messages: ViewMessage[];
   /** The newest page has arrived (or the conversation is known to be empty). */
   loaded: boolean;
@@ -34,6 +38,9 @@ export interface ViewModelEvents extends Record<string, unknown> {
 export class ViewModel {
   readonly events = new Emitter<ViewModelEvents>();
   private frame: TimerHandle | null = null;
+  /** The messages of the last view built, by key, to hand unchanged ones on as they were. */
+  private readonly previous = new Map<string, ViewMessage>();
+  private previousId = '';
 
   constructor(
     private readonly thread: Thread,
@@ -44,10 +51,14 @@ export class ViewModel {
   /** The view as it is now. */
   build(): ConversationView {
     const t = this.thread;
+    if (t.id !== this.previousId) {
+      this.previous.clear();
+      this.previousId = t.id;
+    }
     const all = buildMessages(t.messages, this.tasks.all);
     return {
       id: t.id,
-      messages: showPath(all, t.versions.map),
+      messages: keepUnchanged(this.previous, showPath(all, t.versions.map)),
       loaded: t.loaded,
       hasOlder: t.hasOlder,
       loadingOlder: t.loadingOlder,

@@ -165,13 +165,17 @@ export function mountApp(root: HTMLElement, client: TetherClient, uploads: Uploa
   };
   uploads.events.on('change', renderDrafts);
 
+  // At most once a frame; only what changed is drawn again: the messages
+  // that changed, and the sidebar when another conversation is open.
   client.events.on('view', (v) => {
     const switched = v.id !== view.id;
     view = v;
-    if (switched) composer.setDrafts(uploads.list(v.id));
     messages.render(v);
     composer.setBusy(v.busy);
-    sidebar.render(list, v.id, client.hasOlderConversations);
+    if (switched) {
+      composer.setDrafts(uploads.list(v.id));
+      sidebar.render(list, v.id, client.hasOlderConversations);
+    }
     renderTitle();
   });
   client.events.on('conversations', (l) => {

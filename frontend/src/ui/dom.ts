@@ -26,3 +26,13 @@ export function attr(el: Element, name: string, value: string | null): void {
 export function text(el: Element, value: string): void {
   if (el.textContent !== value) el.textContent = value;
 }
+
+/** Hides or shows an element, touching the DOM only when that changes. */
+export function hide(el: HTMLElement, hidden: boolean): void {
+  if (el.hidden !== hidden) el.hidden = hidden;
+}
+
+/** Disables or enables a button, touching the DOM only when that changes. */
+export function disable(el: HTMLButtonElement, disabled: boolean): void {
+  if (el.disabled !== disabled) el.disabled = disabled;
+}

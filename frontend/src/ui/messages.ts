@@ -1,10 +1,13 @@
-import { describeError, describeTaskError, formatBytes, messageTime, nextAnnouncement, Paths, type Attachment, type ConversationView, type ViewMessage } from '../lib';
-import { attr, h, text } from './dom';
+import { describeError, describeTaskError, formatBytes, messageKey, messageTime, nextAnnouncement, Paths, type Attachment, type ConversationView, type ViewMessage } from '../lib';
+import { attr, disable, h, hide, text } from './dom';
 import { icon } from './icons';
 import { copyText, MarkdownBody } from './markdown';
 
 interface Row {
   el: HTMLElement;
+  /** The message the row shows, and whether the connection was live then: the same again needs no patch. */
+  shown: ViewMessage | null;
+  shownLive: boolean;
   files: HTMLElement;
   /** The attachments the chips show, to redraw them only when they change. */
   filesKey: string;
@@ -45,14 +48,11 @@ export interface MessageActions {
   show(taskId: string): void;
 }
 
-/** A message's identity across the local echo and the server row: its task and role. */
-function keyOf(m: ViewMessage): string {
-  return m.task_id ? `${m.task_id}/${m.role}` : m.id;
-}
-
 /**
- * The message list: keyed rows patched in place, so streaming text only
- * touches the one text node that grows. It keeps the view pinned to the
+ * The message list: keyed rows patched in place. The view hands on a
+ * message that did not change as the same object (keepUnchanged), and a
+ * row whose message is the same is not touched at all: while an answer
+ * streams only its row is patched, and the others keep their DOM as it is. It keeps the view pinned to the
  * bottom while the user is there, keeps the position steady when older pages
  * are put in front, and asks for older pages when scrolled to the top.
  */
@@ -193,7 +193,7 @@ export class MessageList {
 
   private syncDown(): void {
     const away = this.el.scrollHeight - this.el.scrollTop - this.el.clientHeight;
-    this.down.hidden = away < 160;
+    hide(this.down, away < 160);
     attr(this.down, 'data-streaming', this.last?.busy ? 'true' : null);
   }
 
@@ -240,14 +240,18 @@ export class MessageList {
     const seen = new Set<string>();
     let prev: Element | null = null;
     for (const m of v.messages) {
-      const key = keyOf(m);
+      const key = messageKey(m);
       seen.add(key);
       let row = this.rows.get(key);
       if (!row) {
         row = this.row(key, m.role);
         this.rows.set(key, row);
       }
-      this.patch(row, m);
+      if (row.shown !== m || row.shownLive !== this.live) {
+        this.patch(row, m);
+        row.shown = m;
+        row.shownLive = this.live;
+      }
       const want: Element | null = prev ? prev.nextElementSibling : this.inner.firstElementChild;
       if (want !== row.el) this.inner.insertBefore(row.el, want);
       prev = row.el;
@@ -259,7 +263,7 @@ export class MessageList {
       }
     }
 
-    this.empty.hidden = !(v.loaded && v.messages.length === 0);
+    hide(this.empty, !(v.loaded && v.messages.length === 0));
     attr(this.el, 'aria-busy', v.loaded ? 'false' : 'true');
     attr(this.top, 'data-state', v.loadingOlder ? 'loading' : v.hasOlder ? 'more' : 'start');
     text(this.top, v.loadingOlder ? 'Loading earlier messages…' : v.hasOlder ? '' : v.messages.length ? 'Start of conversation' : '');
@@ -301,7 +305,7 @@ export class MessageList {
     const actions = h('div', { class: 'actions' }, versions, edit, copy, regenerate, cancel, retry);
     const files = h('div', { class: 'attachments', 'data-testid': 'message-attachments', hidden: true });
     const el = h('article', { class: 'message', 'data-testid': 'message', 'data-key': key }, files, body, bar, error, h('div', { class: 'footer' }, time, meta, resumed, actions));
-    return { el, files, filesKey: '', body, md, copy, meta, time, resumed, bar, fill, error, errorText, errorMore, errorDetail, cancel, retry, regenerate, edit, versions, versionLabel, versionPrev, versionNext, editor: null };
+    return { el, shown: null, shownLive: this.live, files, filesKey: '', body, md, copy, meta, time, resumed, bar, fill, error, errorText, errorMore, errorDetail, cancel, retry, regenerate, edit, versions, versionLabel, versionPrev, versionNext, editor: null };
   }
 
   private patch(r: Row, m: ViewMessage): void {
@@ -315,17 +319,17 @@ export class MessageList {
     const generating = m.status === 'generating';
     if (r.md) r.md.set(m.content, !generating);
     else text(r.body, m.content);
-    r.copy.hidden = m.role !== 'assistant' || generating || m.content === '';
+    hide(r.copy, m.role !== 'assistant' || generating || m.content === '');
     const filesKey = m.attachments.map((a) => a.id).join(',');
     if (filesKey !== r.filesKey) {
       r.filesKey = filesKey;
       r.files.replaceChildren(...m.attachments.map(attachmentChip));
-      r.files.hidden = m.attachments.length === 0;
+      hide(r.files, m.attachments.length === 0);
     }
     r.body.classList.toggle('streaming', generating);
     r.body.classList.toggle('waiting', generating && m.content === '');
     // The bar shows from the first snapshot on, starting at its value, never at 0 by default.
-    r.bar.hidden = !generating;
+    hide(r.bar, !generating);
     if (generating) {
       attr(r.bar, 'data-value', m.progress === null ? null : String(m.progress));
       attr(r.bar, 'aria-valuenow', m.progress === null ? null : String(m.progress));
@@ -333,33 +337,33 @@ export class MessageList {
       r.fill.style.width = m.progress === null ? '' : `${m.progress}%`;
     }
     const err = m.status !== 'failed' ? null : m.errorCode ? describeError(m.errorCode, m.error) : describeTaskError(m.error);
-    r.error.hidden = err === null;
+    hide(r.error, err === null);
     if (err) {
       text(r.errorText, err.text);
-      r.errorMore.hidden = err.detail === null;
+      hide(r.errorMore, err.detail === null);
       text(r.errorDetail, err.detail ?? '');
     }
     r.body.classList.toggle('paused', generating && !this.live);
-    r.cancel.hidden = !generating;
-    r.cancel.disabled = !m.canCancel;
+    hide(r.cancel, !generating);
+    disable(r.cancel, !m.canCancel);
     text(r.cancel, m.cancelling ? 'Stopping…' : 'Stop');
-    r.retry.hidden = !m.canRetry;
-    r.regenerate.hidden = !m.canRegenerate;
-    r.edit.hidden = !m.canEdit || r.editor !== null;
+    hide(r.retry, !m.canRetry);
+    hide(r.regenerate, !m.canRegenerate);
+    hide(r.edit, !m.canEdit || r.editor !== null);
     // The switcher sits under the answer (ChatGPT's ‹ 2/3 ›); the user message of an edited turn changes with it.
     const v = m.role === 'assistant' ? m.versions : null;
-    r.versions.hidden = v === null;
+    hide(r.versions, v === null);
     if (v) {
       text(r.versionLabel, `${v.index}/${v.count}`);
       attr(r.versions, 'data-index', String(v.index));
       attr(r.versions, 'data-count', String(v.count));
       attr(r.versionLabel, 'aria-label', `Version ${v.index} of ${v.count}`);
-      r.versionPrev.disabled = v.prev === null;
-      r.versionNext.disabled = v.next === null;
+      disable(r.versionPrev, v.prev === null);
+      disable(r.versionNext, v.next === null);
       attr(r.versionPrev, 'data-target', v.prev);
       attr(r.versionNext, 'data-target', v.next);
     }
-    r.resumed.hidden = !m.resumed;
+    hide(r.resumed, !m.resumed);
     text(r.meta, meta(m, this.live));
     attr(r.time, 'datetime', m.created_at);
     text(r.time, messageTime(m.created_at, Date.now()));
