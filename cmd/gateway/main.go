@@ -166,15 +166,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	defer stopLoops()
 	loop := &maintenance.Loop{Store: store, Bus: bus, Uploads: ups, LogGrace: c.LogGrace,
 		StepTimeout: c.MaintenanceTimeout, Logger: log}
-	loopDone := make(chan error, 1)
-	go func() { loopDone <- loop.Run(loopCtx) }()
+	// A loop that cannot run (loop.Go logs why) is a gateway without
+	// maintenance: it shuts down and says so rather than serve on.
+	loopDone := loop.Go(loopCtx)
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()
 
+	var runErr error
 	select {
 	case err := <-serveErr:
 		return fmt.Errorf("serve: %w", err)
+	case err := <-loopDone:
+		runErr = fmt.Errorf("maintenance loop: %w", err)
 	case <-ctx.Done():
 	}
 	log.Info("shutting down: closing tabs with 1012")
@@ -187,8 +191,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		log.Warn("http shutdown", "err", err)
 	}
 	stopLoops()
-	<-loopDone
-	return nil
+	for range loopDone {
+	}
+	return runErr
 }
 
 // migrate is `gateway migrate`: the migration step alone, for deployments

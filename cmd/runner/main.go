@@ -16,7 +16,6 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -96,16 +95,26 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	loop := &maintenance.Loop{Store: store, Bus: bus, Interval: o.MaintenanceInterval, LogGrace: o.LogGrace,
 		StepTimeout: o.MaintenanceTimeout, Logger: log}
-	// Maintenance stops with the signal; the runner drains after it.
-	var wg sync.WaitGroup
-	wg.Add(1)
+	// Maintenance stops with the signal, or with the runner if it stops on
+	// its own; the runner drains after it. A loop that cannot run (loop.Go
+	// logs why) stops the runner too: a runner without maintenance would
+	// serve on with nobody's lost tasks handed over from here.
+	runCtx, stopRunner := context.WithCancel(ctx)
+	defer stopRunner()
+	loopDone := loop.Go(runCtx)
+	var loopErr error
+	watched := make(chan struct{})
 	go func() {
-		defer wg.Done()
-		_ = loop.Run(ctx)
+		defer close(watched)
+		if err := <-loopDone; err != nil {
+			loopErr = fmt.Errorf("maintenance loop: %w", err)
+			stopRunner()
+		}
 	}()
-	err = r.Run(ctx)
-	wg.Wait()
-	return err
+	err = r.Run(runCtx)
+	stopRunner()
+	<-watched
+	return errors.Join(loopErr, err)
 }
 
 // migrate is `runner migrate`: the migration step alone, as `gateway

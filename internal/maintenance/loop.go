@@ -16,6 +16,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -82,10 +83,13 @@ type UploadSweeper interface {
 
 // Run does a round at once and then every Interval until ctx is done. A
 // failing round is logged and the next one tries again; Run returns nil
-// when ctx is done.
+// when ctx is done, and an error only for a loop it cannot run at all.
 func (l *Loop) Run(ctx context.Context) error {
 	if l.Store == nil || l.Bus == nil {
 		return errors.New("maintenance: a store and a bus are required")
+	}
+	if l.Interval < 0 || l.StepTimeout < 0 {
+		return fmt.Errorf("maintenance: interval %v and step timeout %v must not be negative", l.Interval, l.StepTimeout)
 	}
 	interval := cmp.Or(l.Interval, time.Second)
 	t := time.NewTicker(interval)
@@ -98,6 +102,23 @@ func (l *Loop) Run(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
+}
+
+// Go runs the loop in a goroutine of its own until ctx is done, for the
+// process that owns it. When Run fails for a reason other than the end of
+// ctx (a loop that cannot run: no maintenance in this process at all), the
+// error is logged and delivered on the channel; the channel is closed once
+// Run has returned, so the owner waits for it there.
+func (l *Loop) Go(ctx context.Context) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		defer close(done)
+		if err := l.Run(ctx); err != nil {
+			cmp.Or(l.Logger, slog.Default()).Error("maintenance loop stopped: no maintenance in this process", "err", err)
+			done <- err
+		}
+	}()
+	return done
 }
 
 // Tick does one round: expire pending tasks, expire leases, purge, sweep
