@@ -103,7 +103,8 @@ const (
 // (gateways, their recent-events buffers, the log fold, SSE; the browser
 // client mirrors it): events are ordered by (attempt, seq), a lower attempt
 // is stale, and a newer attempt begins only with a status event that starts
-// it and follows on from what the reader has.
+// it and follows on from what the reader has. testdata/ordering.json holds
+// Task.Apply and the browser's applyStreamEvent to the same cases.
 func (p Position) Step(e Event) Step {
 	switch {
 	case e.Attempt < p.Attempt:

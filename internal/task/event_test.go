@@ -1,44 +1,11 @@
 package task
 
-import "testing"
-
-func TestPositionStep(t *testing.T) {
-	t.Parallel()
-	delta := func(attempt int, seq int64) Event {
-		return Event{Type: EventDelta, Attempt: attempt, Seq: seq, Text: "x"}
-	}
-	status := func(s Status, attempt int, seq int64) Event {
-		return Event{Type: EventStatus, Status: s, Attempt: attempt, Seq: seq}
-	}
-	at := Position{Attempt: 2, Seq: 10}
-	tests := []struct {
-		name string
-		e    Event
-		want Step
-	}{
-		{"older attempt, later seq", delta(1, 11), StepStale},
-		{"older attempt's status", status(StatusRunning, 1, 11), StepStale},
-		{"repeat", delta(2, 10), StepRepeat},
-		{"earlier", delta(2, 3), StepRepeat},
-		{"next", delta(2, 11), StepNext},
-		{"next status", status(StatusDone, 2, 11), StepNext},
-		{"gap", delta(2, 12), StepGap},
-		{"new attempt's pending", status(StatusPending, 3, 11), StepStart},
-		{"new attempt's running", status(StatusRunning, 3, 11), StepStart},
-		{"new attempt after a fenced runner's late events", status(StatusPending, 3, 7), StepStart},
-		{"new attempt, events missing before it", status(StatusPending, 3, 12), StepGap},
-		{"new attempt's delta before its start", delta(3, 11), StepGap},
-		{"new attempt's end before its start", status(StatusFailed, 3, 11), StepGap},
-	}
-	for _, tt := range tests {
-		if got := at.Step(tt.e); got != tt.want {
-			t.Errorf("%s: Step = %d, want %d", tt.name, got, tt.want)
-		}
-	}
-	if got := (Position{}).Step(status(StatusRunning, 1, 1)); got != StepStart {
-		t.Errorf("first event of a task: Step = %d, want StepStart", got)
-	}
-}
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"testing"
+)
 
 func TestApplyKeepsThePrefix(t *testing.T) {
 	t.Parallel()
@@ -76,5 +43,60 @@ func TestApplyKeepsThePrefix(t *testing.T) {
 		if short.Output != "héllo wörld" || short.Attempt != 1 {
 			t.Errorf("keep %d changed the task: %+v", keep, short)
 		}
+	}
+}
+
+// TestOrderingCases holds Task.Apply to testdata/ordering.json, the cases
+// the browser's applyStreamEvent is held to as well (frontend/test/
+// ordering.test.ts): one ordering rule, checked on both sides by the same
+// cases. A case folds its events into its task in turn; steps are each
+// event's Step and want is the task at the end.
+func TestOrderingCases(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("testdata/ordering.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type state struct {
+		Attempt int
+		Seq     int64
+		Status  Status
+		Output  string
+	}
+	var cases []struct {
+		Name   string
+		Task   state
+		Events []struct {
+			Type     EventType
+			Attempt  int
+			Seq      int64
+			Text     string
+			Progress int
+			Status   Status
+			Keep     int
+		}
+		Steps []string
+		Want  state
+	}
+	if err := json.Unmarshal(b, &cases); err != nil {
+		t.Fatal(err)
+	}
+	names := map[Step]string{StepStale: "stale", StepRepeat: "repeat", StepNext: "next", StepStart: "start", StepGap: "gap"}
+	for _, c := range cases {
+		tk := Task{Attempt: c.Task.Attempt, Seq: c.Task.Seq, Status: c.Task.Status, Output: c.Task.Output}
+		var steps []string
+		for _, e := range c.Events {
+			steps = append(steps, names[tk.Apply(Event{Type: e.Type, Attempt: e.Attempt, Seq: e.Seq, Text: e.Text,
+				Progress: e.Progress, Status: e.Status, Keep: e.Keep})])
+		}
+		if got := fmt.Sprint(steps); got != fmt.Sprint(c.Steps) {
+			t.Errorf("%s: steps %s, want %s", c.Name, got, fmt.Sprint(c.Steps))
+		}
+		if got := (state{tk.Attempt, tk.Seq, tk.Status, tk.Output}); got != c.Want {
+			t.Errorf("%s: task ends %+v, want %+v", c.Name, got, c.Want)
+		}
+	}
+	if len(cases) == 0 {
+		t.Fatal("no cases")
 	}
 }
