@@ -61,7 +61,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		defer prof.Close()
 	}
-	eng, err := engine.FromEnv(o.Engine, getenv, log)
+	eng, err := engine.Open(o.Engine, engine.Config{Logger: log, OpenAI: engine.OpenAIConfig{
+		BaseURL: o.OpenAIBaseURL, APIKey: o.OpenAIAPIKey, Model: o.OpenAIModel, SystemPrompt: o.OpenAISystemPrompt,
+		Temperature: o.OpenAITemperature, MaxTokens: o.OpenAIMaxTokens, ContextBudget: o.OpenAIContextBudget,
+		RequestTimeout: o.OpenAITimeout, FirstTokenTimeout: o.OpenAIFirstTokenTimeout,
+		Continue: engine.ContinueMode(o.OpenAIContinue)}})
 	if err != nil {
 		return err
 	}

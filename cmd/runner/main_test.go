@@ -40,6 +40,8 @@ func TestRunRejectsBadSettings(t *testing.T) {
 		{"DATABASE_URL": "postgres://x", "TETHER_LEASE": "soon"},
 		{"DATABASE_URL": "postgres://x", "TETHER_RUNNER_CONCURRENCY": "0"},
 		{"DATABASE_URL": "postgres://x", "TETHER_ENGINE": "gpt-9"},
+		{"DATABASE_URL": "postgres://x", "TETHER_ENGINE": "openai"},
+		{"DATABASE_URL": "postgres://x", "TETHER_OPENAI_TEMPERATURE": "hot"},
 		{"DATABASE_URL": "postgres://x", "TETHER_MAX_ATTEMPTS": "3.9"},
 	} {
 		err := run(context.Background(), nil, getenvFrom(env), &bytes.Buffer{}, &bytes.Buffer{})

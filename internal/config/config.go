@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"math"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -113,6 +114,9 @@ func Load(c Component, args []string, getenv func(string) string, stderr io.Writ
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	if c == Runner && cfg.Engine == "openai" && cfg.OpenAIModel == "" {
+		return nil, errors.New("TETHER_OPENAI_MODEL (-openai-model) is required with TETHER_ENGINE=openai: the model name the server knows (docs/engines.md)")
 	}
 	if cfg.DatabaseURL == "" {
 		return nil, errors.New("DATABASE_URL is not set: point it (or -database-url) at Postgres, or use `make run`, which starts a private one")
@@ -242,6 +246,46 @@ func (v boolValue) set(s string) error {
 	return nil
 }
 func (v boolValue) kind() string { return "boolean" }
+
+type optFloatValue struct {
+	p        **float64
+	min, max float64
+}
+
+// optFloat is a number that may be unset (nil).
+func optFloat(p **float64, min, max float64) parser { return optFloatValue{p, min, max} }
+
+func (v optFloatValue) set(s string) error {
+	if s = strings.TrimSpace(s); s == "" {
+		*v.p = nil
+		return nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) || f < v.min || f > v.max {
+		return fmt.Errorf("want a number from %v to %v", v.min, v.max)
+	}
+	*v.p = &f
+	return nil
+}
+func (v optFloatValue) kind() string { return "number" }
+
+type choiceValue struct {
+	p      *string
+	values []string
+}
+
+// choice is one of values, read without regard to case.
+func choice(p *string, values ...string) parser { return choiceValue{p, values} }
+
+func (v choiceValue) set(s string) error {
+	s = strings.ToLower(strings.TrimSpace(s))
+	if !slices.Contains(v.values, s) {
+		return fmt.Errorf("want %s", strings.Join(v.values, " or "))
+	}
+	*v.p = s
+	return nil
+}
+func (v choiceValue) kind() string { return "choice" }
 
 type durationValue struct{ p *time.Duration }
 

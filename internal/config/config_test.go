@@ -157,3 +157,90 @@ func TestReadmeTable(t *testing.T) {
 		t.Fatalf("README.md's configuration table differs from internal/config; replace it with:\n\n%s", want)
 	}
 }
+
+// The openai engine's settings are read by this loader like every other:
+// typed, each bad value named, the key never repeated, the model required
+// only with that engine.
+func TestOpenAISettings(t *testing.T) {
+	t.Parallel()
+	const key = "sk-test-SECRET-7f3a9c"
+	c, err := Load(Runner, []string{"-openai-context-budget", "2000"}, getenv(map[string]string{
+		"DATABASE_URL":                      "postgres://x",
+		"TETHER_ENGINE":                     "openai",
+		"TETHER_OPENAI_BASE_URL":            "http://127.0.0.1:8000/v1",
+		"TETHER_OPENAI_API_KEY":             key,
+		"TETHER_OPENAI_MODEL":               " llama3.2 ",
+		"TETHER_OPENAI_SYSTEM_PROMPT":       "Be brief.",
+		"TETHER_OPENAI_TEMPERATURE":         "0.7",
+		"TETHER_OPENAI_MAX_TOKENS":          "512",
+		"TETHER_OPENAI_CONTEXT_BUDGET":      "100",
+		"TETHER_OPENAI_TIMEOUT":             "2m",
+		"TETHER_OPENAI_FIRST_TOKEN_TIMEOUT": "3m",
+		"TETHER_OPENAI_CONTINUE":            " Restart ",
+	}), &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.OpenAIBaseURL != "http://127.0.0.1:8000/v1" || c.OpenAIAPIKey != key || c.OpenAIModel != "llama3.2" ||
+		c.OpenAISystemPrompt != "Be brief." || c.OpenAITemperature == nil || *c.OpenAITemperature != 0.7 ||
+		c.OpenAIMaxTokens != 512 || c.OpenAIContextBudget != 2000 || c.OpenAITimeout != 2*time.Minute ||
+		c.OpenAIFirstTokenTimeout != 3*time.Minute || c.OpenAIContinue != "restart" {
+		t.Fatalf("%+v", c)
+	}
+
+	d, err := Load(Runner, nil, getenv(map[string]string{"DATABASE_URL": "postgres://x"}), &bytes.Buffer{})
+	if err != nil {
+		t.Fatalf("the demo engine needs no model: %v", err)
+	}
+	if d.OpenAITemperature != nil || d.OpenAIMaxTokens != 0 || d.OpenAIContextBudget != 6000 ||
+		d.OpenAIBaseURL != "https://api.openai.com/v1" || d.OpenAIContinue != "prefill" || d.OpenAIFirstTokenTimeout != time.Minute {
+		t.Fatalf("openai defaults: %+v", d)
+	}
+	if _, err := Load(Runner, nil, getenv(map[string]string{"DATABASE_URL": "postgres://x", "TETHER_ENGINE": "openai"}),
+		&bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "TETHER_OPENAI_MODEL") {
+		t.Fatalf("openai without a model: %v", err)
+	}
+
+	_, err = Load(Runner, nil, getenv(map[string]string{
+		"DATABASE_URL":              "postgres://x",
+		"TETHER_OPENAI_API_KEY":     key,
+		"TETHER_OPENAI_TEMPERATURE": "warm",
+		"TETHER_OPENAI_MAX_TOKENS":  "many",
+		"TETHER_OPENAI_TIMEOUT":     "-1s",
+		"TETHER_OPENAI_CONTINUE":    "resume",
+	}), &bytes.Buffer{})
+	for _, want := range []string{"TETHER_OPENAI_TEMPERATURE", "TETHER_OPENAI_MAX_TOKENS", "TETHER_OPENAI_TIMEOUT",
+		`TETHER_OPENAI_CONTINUE="resume": want prefill or restart`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err %v lacks %q", err, want)
+		}
+	}
+	var stderr bytes.Buffer
+	_, herr := Load(Runner, []string{"-h"}, getenv(map[string]string{"DATABASE_URL": "postgres://x", "TETHER_OPENAI_API_KEY": key}), &stderr)
+	if herr == nil || (err != nil && strings.Contains(err.Error(), key)) || strings.Contains(stderr.String(), key) ||
+		!strings.Contains(stderr.String(), "-openai-model") {
+		t.Errorf("the key was shown, or -h lacks the openai flags:\n%v\n%s", err, stderr.String())
+	}
+}
+
+// Every openai setting is in the settings table of docs/engines.md too,
+// which says more about each.
+func TestOpenAISettingsInEnginesDoc(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("../../docs/engines.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, s := range (&Config{}).settings() {
+		if strings.HasPrefix(s.env, "TETHER_OPENAI_") {
+			n++
+			if !strings.Contains(string(doc), "| `"+s.env+"` |") {
+				t.Errorf("%s is not in the settings table of docs/engines.md", s.env)
+			}
+		}
+	}
+	if n < 10 {
+		t.Fatalf("only %d TETHER_OPENAI_* settings declared", n)
+	}
+}

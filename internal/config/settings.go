@@ -3,8 +3,10 @@ package config
 import (
 	"log/slog"
 	"net/netip"
+	"strconv"
 	"time"
 
+	"github.com/tether-dev/tether/internal/engine"
 	"github.com/tether-dev/tether/internal/gateway"
 	"github.com/tether-dev/tether/internal/maintenance"
 	"github.com/tether-dev/tether/internal/postgres"
@@ -43,11 +45,21 @@ type Config struct {
 	UploadDir string
 	UploadTTL time.Duration
 
-	Engine          string
-	RunnerID        string
-	Concurrency     int
-	ResultInlineMax int
-	DrainTimeout    time.Duration
+	Engine                  string
+	OpenAIBaseURL           string
+	OpenAIAPIKey            string
+	OpenAIModel             string
+	OpenAISystemPrompt      string
+	OpenAITemperature       *float64
+	OpenAIMaxTokens         int
+	OpenAIContextBudget     int
+	OpenAITimeout           time.Duration
+	OpenAIFirstTokenTimeout time.Duration
+	OpenAIContinue          string
+	RunnerID                string
+	Concurrency             int
+	ResultInlineMax         int
+	DrainTimeout            time.Duration
 
 	IdempotencyTTL      time.Duration
 	PendingTimeout      time.Duration
@@ -163,6 +175,40 @@ func (c *Config) settings() []setting {
 		{env: "TETHER_ENGINE", flag: "engine", users: Runner, def: "demo",
 			doc:   "`demo` or `openai` ([docs/engines.md](docs/engines.md))",
 			value: str(&c.Engine)},
+		{env: "TETHER_OPENAI_BASE_URL", flag: "openai-base-url", users: Runner, def: engine.DefaultOpenAIBaseURL,
+			doc:   "`openai` engine: the API root, posted to at `{base}/chat/completions`; usually ends in `/v1` (Ollama: `http://127.0.0.1:11434/v1`)",
+			value: str(&c.OpenAIBaseURL)},
+		{env: "TETHER_OPENAI_API_KEY", flag: "openai-api-key", users: Runner, secret: true,
+			defDoc: "unset: no `Authorization` header",
+			doc:    "`openai` engine: sent as `Authorization: Bearer …`; never logged or shown in task errors",
+			value:  secretStr(&c.OpenAIAPIKey, 0)},
+		{env: "TETHER_OPENAI_MODEL", flag: "openai-model", users: Runner,
+			defDoc: "unset: required with `TETHER_ENGINE=openai`",
+			doc:    "`openai` engine: the model name the server knows (`gpt-4o-mini`, `llama3.2`, …)",
+			value:  str(&c.OpenAIModel)},
+		{env: "TETHER_OPENAI_SYSTEM_PROMPT", flag: "openai-system-prompt", users: Runner,
+			defDoc: "unset",
+			doc:    "`openai` engine: sent as the first (`system`) message of every request",
+			value:  str(&c.OpenAISystemPrompt)},
+		{env: "TETHER_OPENAI_TEMPERATURE", flag: "openai-temperature", users: Runner,
+			defDoc: "unset: the server's",
+			doc:    "`openai` engine: 0 to 2, sent only when set",
+			value:  optFloat(&c.OpenAITemperature, 0, 2)},
+		{env: "TETHER_OPENAI_MAX_TOKENS", flag: "openai-max-tokens", users: Runner, def: "0",
+			doc:   "`openai` engine: caps an answer (`max_tokens`) and makes progress a real fraction; `0` = no cap (some reasoning models refuse `max_tokens`)",
+			value: integer(&c.OpenAIMaxTokens, 0, 1<<30)},
+		{env: "TETHER_OPENAI_CONTEXT_BUDGET", flag: "openai-context-budget", users: Runner, def: strconv.Itoa(engine.DefaultContextBudget),
+			doc:   "`openai` engine: estimated tokens of earlier conversation sent with each request; negative = none",
+			value: integer(&c.OpenAIContextBudget, -1<<30, 1<<30)},
+		{env: "TETHER_OPENAI_TIMEOUT", flag: "openai-timeout", users: Runner, def: dur(engine.DefaultRequestTimeout),
+			doc:   "`openai` engine: the most one answer may take, retries included",
+			value: duration(&c.OpenAITimeout)},
+		{env: "TETHER_OPENAI_FIRST_TOKEN_TIMEOUT", flag: "openai-first-token-timeout", users: Runner, def: dur(engine.DefaultFirstTokenTimeout),
+			doc:   "`openai` engine: the most one request may wait for the first token (raise it for a server that loads models on first use)",
+			value: duration(&c.OpenAIFirstTokenTimeout)},
+		{env: "TETHER_OPENAI_CONTINUE", flag: "openai-continue", users: Runner, def: string(engine.ContinuePrefill),
+			doc:   "`openai` engine: how an answer kept from a lost runner goes on: `prefill` asks the server to continue it, `restart` starts it over ([docs/engines.md](docs/engines.md#continuing-after-a-lost-runner))",
+			value: choice(&c.OpenAIContinue, string(engine.ContinuePrefill), string(engine.ContinueRestart))},
 		{env: "TETHER_IDEMPOTENCY_TTL", flag: "idempotency-ttl", users: both, def: "24h",
 			doc:   "how long a finished task's id stays taken",
 			value: duration(&c.IdempotencyTTL)},

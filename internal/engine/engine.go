@@ -5,11 +5,11 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"strings"
 
@@ -101,17 +101,23 @@ type UsageRecorder interface {
 // DefaultName is the engine used when none is configured.
 const DefaultName = "demo"
 
-// constructors is the registry of engines by name. Each builds its engine
-// from the environment (getenv) and logs to log.
-var constructors = map[string]func(getenv func(string) string, log *slog.Logger) (Engine, error){
-	"demo": func(func(string) string, *slog.Logger) (Engine, error) { return NewDemo(), nil },
-	"openai": func(getenv func(string) string, log *slog.Logger) (Engine, error) {
-		cfg, err := OpenAIConfigFromEnv(getenv)
-		if err != nil {
-			return nil, err
-		}
-		cfg.Logger = log
-		o, err := NewOpenAI(cfg)
+// Config configures the engines: a plain struct that cmd/runner fills from
+// internal/config, where every TETHER_OPENAI_* setting is declared. The demo
+// engine reads none of it.
+type Config struct {
+	// OpenAI configures the openai engine (its Model is required).
+	OpenAI OpenAIConfig
+	// Logger receives the engines' own log lines; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// constructors is the registry of engines by name.
+var constructors = map[string]func(cfg Config) (Engine, error){
+	"demo": func(Config) (Engine, error) { return NewDemo(), nil },
+	"openai": func(cfg Config) (Engine, error) {
+		oc := cfg.OpenAI
+		oc.Logger = cmp.Or(oc.Logger, cfg.Logger)
+		o, err := NewOpenAI(oc)
 		if err != nil {
 			return nil, err // not a typed nil *OpenAI in the interface
 		}
@@ -129,17 +135,16 @@ func Names() []string {
 	return names
 }
 
-// New returns the engine called name ("" means DefaultName), configured
-// from the process environment and logging to slog.Default().
+// New returns the engine called name ("" means DefaultName) with a zero
+// Config: the demo engine, or an openai engine that refuses to start
+// without a model.
 func New(name string) (Engine, error) {
-	return FromEnv(name, os.Getenv, nil)
+	return Open(name, Config{})
 }
 
-// FromEnv returns the engine called name ("" means DefaultName), configured
-// from getenv (the demo engine reads nothing; openai reads the
-// TETHER_OPENAI_* variables of docs/engines.md). log receives the engine's
-// own log lines; nil means slog.Default().
-func FromEnv(name string, getenv func(string) string, log *slog.Logger) (Engine, error) {
+// Open returns the engine called name ("" means DefaultName), configured by
+// cfg.
+func Open(name string, cfg Config) (Engine, error) {
 	if name == "" {
 		name = DefaultName
 	}
@@ -147,9 +152,7 @@ func FromEnv(name string, getenv func(string) string, log *slog.Logger) (Engine,
 	if !ok {
 		return nil, fmt.Errorf("unknown engine %q (known: %s)", name, strings.Join(Names(), ", "))
 	}
-	if log == nil {
-		log = slog.Default()
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	// The constructors' errors already name their engine.
-	return c(getenv, log)
+	return c(cfg)
 }

@@ -8,7 +8,6 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -26,7 +25,8 @@ const (
 
 // OpenAIConfig configures the OpenAI-compatible engine. Its zero value (with
 // a Model) talks to api.openai.com; NewOpenAI fills the defaults and checks
-// the values once.
+// the values once. The runner's settings for it (TETHER_OPENAI_*) are
+// declared in internal/config with the defaults above.
 type OpenAIConfig struct {
 	// BaseURL is the API root that /chat/completions is appended to, for
 	// example http://127.0.0.1:11434/v1 (Ollama) or https://api.openai.com/v1.
@@ -141,60 +141,4 @@ func redactedKey(k string) string {
 		return "unset"
 	}
 	return "set"
-}
-
-// OpenAIConfigFromEnv reads the engine's TETHER_OPENAI_* variables (see
-// docs/engines.md). Unset variables keep their defaults; a malformed number
-// or duration is an error naming the variable, never its value's secrets.
-func OpenAIConfigFromEnv(getenv func(string) string) (OpenAIConfig, error) {
-	c := OpenAIConfig{
-		BaseURL:      getenv("TETHER_OPENAI_BASE_URL"),
-		APIKey:       getenv("TETHER_OPENAI_API_KEY"),
-		Model:        strings.TrimSpace(getenv("TETHER_OPENAI_MODEL")),
-		SystemPrompt: getenv("TETHER_OPENAI_SYSTEM_PROMPT"),
-	}
-	var errs []error
-	if c.Model == "" {
-		errs = append(errs, errors.New("TETHER_OPENAI_MODEL is required"))
-	}
-	if s := strings.TrimSpace(getenv("TETHER_OPENAI_TEMPERATURE")); s != "" {
-		t, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("TETHER_OPENAI_TEMPERATURE %q: not a number", s))
-		}
-		c.Temperature = &t
-	}
-	intVar := func(name string, dst *int) {
-		if s := strings.TrimSpace(getenv(name)); s != "" {
-			v, err := strconv.Atoi(s)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s %q: not an integer", name, s))
-			}
-			*dst = v
-		}
-	}
-	intVar("TETHER_OPENAI_MAX_TOKENS", &c.MaxTokens)
-	intVar("TETHER_OPENAI_CONTEXT_BUDGET", &c.ContextBudget)
-	durVar := func(name string, dst *time.Duration) {
-		if s := strings.TrimSpace(getenv(name)); s != "" {
-			d, err := time.ParseDuration(s)
-			if err != nil || d <= 0 {
-				errs = append(errs, fmt.Errorf("%s %q: want a positive duration such as 90s", name, s))
-			}
-			*dst = d
-		}
-	}
-	durVar("TETHER_OPENAI_TIMEOUT", &c.RequestTimeout)
-	durVar("TETHER_OPENAI_FIRST_TOKEN_TIMEOUT", &c.FirstTokenTimeout)
-	if s := getenv("TETHER_OPENAI_CONTINUE"); s != "" {
-		m, err := parseContinueMode(s)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("TETHER_OPENAI_CONTINUE %q: %w", s, err))
-		}
-		c.Continue = m
-	}
-	if err := errors.Join(errs...); err != nil {
-		return OpenAIConfig{}, fmt.Errorf("openai engine: %w", err)
-	}
-	return c, nil
 }

@@ -2,9 +2,7 @@ package engine
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
-	"strings"
 )
 
 // ContinueMode says how the OpenAI engine answers an Input with a Prefix:
@@ -27,16 +25,6 @@ const (
 	// afresh, which would glue a second answer to the kept one.
 	ContinueRestart ContinueMode = "restart"
 )
-
-// parseContinueMode reads a TETHER_OPENAI_CONTINUE value; "" is the default.
-func parseContinueMode(s string) (ContinueMode, error) {
-	switch m := ContinueMode(strings.ToLower(strings.TrimSpace(s))); m {
-	case "", ContinuePrefill, ContinueRestart:
-		return m, nil
-	default:
-		return "", fmt.Errorf("want %s or %s", ContinuePrefill, ContinueRestart)
-	}
-}
 
 // prefillFields are the request fields of a continuation. They are vLLM's
 // (and transformers'): continue_final_message leaves the last assistant
