@@ -15,7 +15,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strconv"
 	"sync/atomic"
 	"syscall"
 
@@ -49,10 +48,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	if o.RunnerID == "" {
-		host, _ := os.Hostname()
-		o.RunnerID = cmp.Or(host, "runner") + "-" + strconv.Itoa(os.Getpid())
-	}
+	// The store needs the id before the runner exists (its sessions are
+	// named after it).
+	o.RunnerID = cmp.Or(o.RunnerID, runner.DefaultID())
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: o.LogLevel}))
 	if o.PprofAddr != "" {
 		prof, err := profiling.Start(o.PprofAddr, log)

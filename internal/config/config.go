@@ -359,8 +359,12 @@ func (v levelValue) set(s string) error {
 func (v levelValue) kind() string { return "level" }
 
 // dur writes a default duration the way the README and -h show it: 10m and
-// 24h rather than Go's 10m0s and 24h0m0s.
+// 24h rather than Go's 10m0s and 24h0m0s, and under two minutes in
+// seconds (60s, 90s) as PROTOCOL.md writes them.
 func dur(d time.Duration) string {
+	if d < 2*time.Minute && d >= time.Second && d%time.Second == 0 {
+		return strconv.Itoa(int(d/time.Second)) + "s"
+	}
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
 		s = strings.TrimSuffix(s, "0s")

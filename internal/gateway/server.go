@@ -43,7 +43,8 @@ type Config struct {
 	// restarts (and equal on every gateway) or anonymous users lose their data.
 	CookieKey []byte
 	// SessionTTL is how long an anonymous cookie lives after it was last
-	// renewed; it is renewed once a day while used. Default 30 days.
+	// renewed; it is renewed once a day while used. Default
+	// DefaultSessionTTL (30 days).
 	SessionTTL time.Duration
 	// Rate is client messages and HTTP requests per second per user; 0 = no limit.
 	Rate float64
@@ -51,12 +52,13 @@ type Config struct {
 	// that); 0 = no limit. It takes effect through HTTPServer's ConnContext.
 	ConnRate float64
 	// MaxTabsPerUser bounds a user's open WebSocket and SSE connections on
-	// this gateway. Default 64.
+	// this gateway. Default DefaultMaxTabsPerUser (64).
 	MaxTabsPerUser int
 	// MaxPending bounds a tab's requests waiting or running, cancels
-	// included. Default 64.
+	// included. Default DefaultMaxPending (64).
 	MaxPending int
 	// QueueBytes bounds a connection's outgoing queue (at least 1 MiB).
+	// Default DefaultQueueBytes (4 MiB).
 	QueueBytes int
 	// PingInterval is how often tabs are pinged; PongTimeout how long a ping
 	// may go unanswered before the tab is dropped.
@@ -73,7 +75,7 @@ type Config struct {
 	// and TopicLinger how long it keeps following a task nobody watches.
 	RecentEvents int
 	TopicLinger  time.Duration
-	// MaxSubscriptions per connection. Default 256.
+	// MaxSubscriptions per connection. Default DefaultMaxSubscriptions (256).
 	MaxSubscriptions int
 	// RequestTimeout bounds the store work of one request (an HTTP JSON
 	// endpoint, a WebSocket history or conversations request): past it the
@@ -92,11 +94,19 @@ type Config struct {
 
 const minQueueBytes = 1 << 20
 
-// DefaultRequestTimeout is Config.RequestTimeout's default.
-const DefaultRequestTimeout = 15 * time.Second
+// Defaults of Config that are settings; internal/config declares them with
+// these.
+const (
+	DefaultSessionTTL       = 30 * 24 * time.Hour
+	DefaultMaxTabsPerUser   = 64
+	DefaultMaxPending       = 64
+	DefaultMaxSubscriptions = 256
+	DefaultQueueBytes       = 4 << 20
+	DefaultRequestTimeout   = 15 * time.Second
+)
 
 func (c Config) withDefaults() Config {
-	c.QueueBytes = max(cmp.Or(c.QueueBytes, 4<<20), minQueueBytes)
+	c.QueueBytes = max(cmp.Or(c.QueueBytes, DefaultQueueBytes), minQueueBytes)
 	c.PingInterval = cmp.Or(c.PingInterval, 25*time.Second)
 	c.PongTimeout = cmp.Or(c.PongTimeout, 30*time.Second)
 	c.WriteTimeout = cmp.Or(c.WriteTimeout, 10*time.Second)
@@ -104,11 +114,11 @@ func (c Config) withDefaults() Config {
 	c.SSEKeepAlive = cmp.Or(c.SSEKeepAlive, 15*time.Second)
 	c.RecentEvents = cmp.Or(c.RecentEvents, 4096)
 	c.TopicLinger = cmp.Or(c.TopicLinger, 30*time.Second)
-	c.MaxSubscriptions = cmp.Or(c.MaxSubscriptions, 256)
+	c.MaxSubscriptions = cmp.Or(c.MaxSubscriptions, DefaultMaxSubscriptions)
 	c.RequestTimeout = cmp.Or(c.RequestTimeout, DefaultRequestTimeout)
-	c.MaxTabsPerUser = cmp.Or(c.MaxTabsPerUser, 64)
-	c.MaxPending = cmp.Or(c.MaxPending, 64)
-	c.SessionTTL = cmp.Or(c.SessionTTL, 30*24*time.Hour)
+	c.MaxTabsPerUser = cmp.Or(c.MaxTabsPerUser, DefaultMaxTabsPerUser)
+	c.MaxPending = cmp.Or(c.MaxPending, DefaultMaxPending)
+	c.SessionTTL = cmp.Or(c.SessionTTL, DefaultSessionTTL)
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	if c.Now == nil {
 		c.Now = time.Now

@@ -43,7 +43,7 @@ type Bus interface {
 type Loop struct {
 	Store task.Maintainer
 	Bus   Bus
-	// Interval between rounds. Default 1s.
+	// Interval between rounds. Default DefaultInterval (1s).
 	Interval time.Duration
 	// RedispatchAge is how long a task may stay pending before its dispatch
 	// is sent again (a lost publish, a runner that died before claiming).
@@ -72,8 +72,11 @@ type Loop struct {
 	Logger      *slog.Logger
 }
 
-// DefaultStepTimeout is Loop.StepTimeout's default.
-const DefaultStepTimeout = 30 * time.Second
+// Defaults of Loop; internal/config declares its settings with them.
+const (
+	DefaultInterval    = time.Second
+	DefaultStepTimeout = 30 * time.Second
+)
 
 // UploadSweeper removes expired uploads with their bytes; *uploads.Service
 // implements it.
@@ -91,7 +94,7 @@ func (l *Loop) Run(ctx context.Context) error {
 	if l.Interval < 0 || l.StepTimeout < 0 {
 		return fmt.Errorf("maintenance: interval %v and step timeout %v must not be negative", l.Interval, l.StepTimeout)
 	}
-	interval := cmp.Or(l.Interval, time.Second)
+	interval := cmp.Or(l.Interval, DefaultInterval)
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {

@@ -27,14 +27,16 @@ type Config struct {
 	TaskRetention time.Duration
 	// TaskMaxBytes bounds the log's size: past it the oldest events go
 	// (maintenance purges finished tasks' events long before, see
-	// maintenance.Loop.LogGrace). Default 4 GiB; -1: no bound.
+	// maintenance.Loop.LogGrace). Default DefaultTaskMaxBytes (4 GiB); -1:
+	// no bound.
 	TaskMaxBytes int64
 	// DispatchAckWait is how long a runner may take to claim a dispatched task
 	// before JetStream hands it to another runner. Default 30s.
 	DispatchAckWait time.Duration
 	// ConnectTimeout bounds each connection attempt. Default 2s.
 	ConnectTimeout time.Duration
-	// MaxElapsed bounds all connection attempts together. Default 30s.
+	// MaxElapsed bounds all connection attempts together. Default
+	// DefaultMaxElapsed (30s).
 	MaxElapsed time.Duration
 	// PublishAckTimeout bounds the wait for each asynchronous publish ack, so
 	// a lost ack becomes an error instead of a hang. Default 10s.
@@ -60,16 +62,24 @@ type Config struct {
 	WriteGate func() bool
 }
 
+// Defaults of Config that are settings; internal/config declares them with
+// these (TETHER_LOG_MAX_BYTES, TETHER_CONNECT_TIMEOUT, TETHER_NATS_REPLICAS).
+const (
+	DefaultTaskMaxBytes = 4 << 30
+	DefaultMaxElapsed   = 30 * time.Second
+	DefaultReplicas     = 1
+)
+
 func (c Config) withDefaults() Config {
 	c.Name = cmp.Or(c.Name, "tether")
 	c.TaskRetention = cmp.Or(c.TaskRetention, 48*time.Hour)
-	c.TaskMaxBytes = cmp.Or(c.TaskMaxBytes, 4<<30)
+	c.TaskMaxBytes = cmp.Or(c.TaskMaxBytes, DefaultTaskMaxBytes)
 	c.DispatchAckWait = cmp.Or(c.DispatchAckWait, 30*time.Second)
 	c.ConnectTimeout = cmp.Or(c.ConnectTimeout, 2*time.Second)
-	c.MaxElapsed = cmp.Or(c.MaxElapsed, 30*time.Second)
+	c.MaxElapsed = cmp.Or(c.MaxElapsed, DefaultMaxElapsed)
 	c.PublishAckTimeout = cmp.Or(c.PublishAckTimeout, 10*time.Second)
 	c.FetchWait = cmp.Or(c.FetchWait, time.Second)
-	c.Replicas = cmp.Or(c.Replicas, 1)
+	c.Replicas = cmp.Or(c.Replicas, DefaultReplicas)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}

@@ -14,9 +14,13 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 )
 
+// DefaultListen is the embedded server's client address by default
+// (TETHER_NATS_LISTEN), and where a runner looks for NATS (NATS_URL).
+const DefaultListen = "127.0.0.1:4222"
+
 // ServerConfig configures the embedded NATS server.
 type ServerConfig struct {
-	// Listen is the client address, "127.0.0.1:4222" by default; port 0 (or
+	// Listen is the client address, DefaultListen by default; port 0 (or
 	// -1) picks a free port, which srv.ClientURL() then reports.
 	Listen string
 	// StoreDir holds JetStream's files, under StoreDir/nats. Required.
@@ -38,7 +42,7 @@ func StartServer(cfg ServerConfig) (*server.Server, error) {
 	}
 	listen := cfg.Listen
 	if listen == "" {
-		listen = "127.0.0.1:4222"
+		listen = DefaultListen
 	}
 	host, portText, err := net.SplitHostPort(listen)
 	if err != nil {

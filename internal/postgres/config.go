@@ -7,10 +7,15 @@ import (
 	"fmt"
 	"io/fs"
 	"time"
+
+	"github.com/tether-dev/tether/internal/task"
 )
 
-// Defaults of Config's time limits.
+// Defaults of Config that are the store's own (the timings of PROTOCOL.md
+// section 3 are task's). internal/config declares its settings with them.
 const (
+	DefaultMaxRetries       = 10
+	DefaultResultInlineMax  = 1 << 20
 	DefaultMigrateTimeout   = 10 * time.Minute
 	DefaultStatementTimeout = 30 * time.Second
 	DefaultLockTimeout      = 5 * time.Second
@@ -20,14 +25,18 @@ const (
 // PROTOCOL.md section 7.
 type Config struct {
 	// IdempotencyTTL is how long a finished task's id is remembered (a submit
-	// of it is a lookup); Purge deletes tasks finished longer ago. Default 24h.
+	// of it is a lookup); Purge deletes tasks finished longer ago. Default
+	// task.DefaultIdempotencyTTL (24h).
 	IdempotencyTTL time.Duration
-	// PendingTimeout fails a task no runner claimed in this time (no_runner). Default 60s.
+	// PendingTimeout fails a task no runner claimed in this time
+	// (no_runner). Default task.DefaultPendingTimeout (60s).
 	PendingTimeout time.Duration
-	// Lease is how long a claim or heartbeat holds a task for its runner. Default 15s.
+	// Lease is how long a claim or heartbeat holds a task for its runner.
+	// Default task.DefaultLease (15s).
 	Lease time.Duration
 	// MaxAttempts bounds the attempts of one submission when runners keep
-	// losing their lease; then the task fails with runner_lost. Default 3.
+	// losing their lease; then the task fails with runner_lost. Default
+	// task.DefaultMaxAttempts (3).
 	MaxAttempts int
 	// Now is the store's clock. Every timestamp the store writes comes from
 	// it (never from the database's now()), so tests drive time with a fake
@@ -39,12 +48,13 @@ type Config struct {
 	// with a key anyone else knows; they then work on this process only.
 	CursorKey []byte
 	// MaxRetries bounds how often a user may retry one failed task; the
-	// next retry is a conflict. Default 10.
+	// next retry is a conflict. Default DefaultMaxRetries (10).
 	MaxRetries int
 	// ResultInlineMax is the largest output kept in the task row. A finished
 	// output over it is moved to a stored result (result_ref, fetched with
 	// GET /v1/results/{ref}) and the task's output is emptied, so snapshots
-	// stay small. Default 1 MiB, above any demo answer; negative = never.
+	// stay small. Default DefaultResultInlineMax (1 MiB), above any demo
+	// answer; negative = never.
 	ResultInlineMax int
 	// ApplicationName names this process's sessions in Postgres
 	// (application_name). Runners use RunnerApplicationName, so that
@@ -82,12 +92,12 @@ type Config struct {
 
 // withDefaults fills the zero fields and validates the result, once, in Open.
 func (c Config) withDefaults() (Config, error) {
-	c.IdempotencyTTL = cmp.Or(c.IdempotencyTTL, 24*time.Hour)
-	c.PendingTimeout = cmp.Or(c.PendingTimeout, 60*time.Second)
-	c.Lease = cmp.Or(c.Lease, 15*time.Second)
-	c.MaxAttempts = cmp.Or(c.MaxAttempts, 3)
-	c.ResultInlineMax = cmp.Or(c.ResultInlineMax, 1<<20)
-	c.MaxRetries = cmp.Or(c.MaxRetries, 10)
+	c.IdempotencyTTL = cmp.Or(c.IdempotencyTTL, task.DefaultIdempotencyTTL)
+	c.PendingTimeout = cmp.Or(c.PendingTimeout, task.DefaultPendingTimeout)
+	c.Lease = cmp.Or(c.Lease, task.DefaultLease)
+	c.MaxAttempts = cmp.Or(c.MaxAttempts, task.DefaultMaxAttempts)
+	c.ResultInlineMax = cmp.Or(c.ResultInlineMax, DefaultResultInlineMax)
+	c.MaxRetries = cmp.Or(c.MaxRetries, DefaultMaxRetries)
 	c.MigrateTimeout = cmp.Or(c.MigrateTimeout, DefaultMigrateTimeout)
 	c.StatementTimeout = cmp.Or(c.StatementTimeout, DefaultStatementTimeout)
 	c.LockTimeout = cmp.Or(c.LockTimeout, DefaultLockTimeout)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/internal/engine"
+	"github.com/tether-dev/tether/internal/task"
 )
 
 // Config tunes a runner. The zero value works apart from Engine, which
@@ -20,16 +21,17 @@ type Config struct {
 	// Engine answers the tasks. Default engine.New("demo").
 	Engine engine.Engine
 	// Concurrency is how many attempts run at once; the runner pulls a
-	// dispatch only when it has room. Default 8.
+	// dispatch only when it has room. Default DefaultConcurrency (8).
 	Concurrency int
 	// Lease must equal the store's lease (TETHER_LEASE). The runner
 	// heart-beats every Lease/3 and stops publishing on its own when a
 	// whole Lease passes without a successful heartbeat, because by then
-	// maintenance may have handed the task to another runner. Default 15s.
+	// maintenance may have handed the task to another runner. Default
+	// task.DefaultLease (15s), the store's.
 	Lease time.Duration
 	// DrainTimeout is how long in-flight attempts may keep running after
 	// Run's context is cancelled (SIGTERM) before they are abandoned.
-	// Default 20s.
+	// Default DefaultDrainTimeout (20s).
 	DrainTimeout time.Duration
 	// ClaimTimeout bounds the claim of a dispatched task in the store; past
 	// it the dispatch comes back for another try. Default
@@ -55,15 +57,22 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// DefaultClaimTimeout is Config.ClaimTimeout's default.
-const DefaultClaimTimeout = 10 * time.Second
+// Defaults of Config; internal/config declares its settings with them.
+const (
+	DefaultConcurrency  = 8
+	DefaultDrainTimeout = 20 * time.Second
+	DefaultClaimTimeout = 10 * time.Second
+)
+
+// DefaultID is Config.ID's default: hostname-pid.
+func DefaultID() string {
+	host, _ := os.Hostname()
+	return cmp.Or(host, "runner") + "-" + strconv.Itoa(os.Getpid())
+}
 
 // withDefaults fills the zero fields and validates, once, in New.
 func (c Config) withDefaults() (Config, error) {
-	if c.ID == "" {
-		host, _ := os.Hostname()
-		c.ID = cmp.Or(host, "runner") + "-" + strconv.Itoa(os.Getpid())
-	}
+	c.ID = cmp.Or(c.ID, DefaultID())
 	if c.Engine == nil {
 		e, err := engine.New(engine.DefaultName)
 		if err != nil {
@@ -71,9 +80,9 @@ func (c Config) withDefaults() (Config, error) {
 		}
 		c.Engine = e
 	}
-	c.Concurrency = cmp.Or(c.Concurrency, 8)
-	c.Lease = cmp.Or(c.Lease, 15*time.Second)
-	c.DrainTimeout = cmp.Or(c.DrainTimeout, 20*time.Second)
+	c.Concurrency = cmp.Or(c.Concurrency, DefaultConcurrency)
+	c.Lease = cmp.Or(c.Lease, task.DefaultLease)
+	c.DrainTimeout = cmp.Or(c.DrainTimeout, DefaultDrainTimeout)
 	c.ClaimTimeout = cmp.Or(c.ClaimTimeout, DefaultClaimTimeout)
 	c.SnapshotInterval = cmp.Or(c.SnapshotInterval, 100*time.Millisecond)
 	c.SnapshotEvents = cmp.Or(c.SnapshotEvents, 256)
