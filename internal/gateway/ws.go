@@ -325,7 +325,9 @@ func (ss *wsSession) submitTask(req protocol.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := ss.s.submit(ss.ctx, ss.id.user, task.SubmitRequest{TaskID: req.TaskID,
+	ctx, cancel := ss.s.requestContext(ss.ctx)
+	defer cancel()
+	res, err := ss.s.submit(ctx, ss.id.user, task.SubmitRequest{TaskID: req.TaskID,
 		ConversationID: req.ConversationID, Content: req.Content, Attachments: req.Attachments,
 		ParentTaskID: req.ParentTaskID, VersionOf: req.VersionOf})
 	if err != nil {
@@ -348,7 +350,9 @@ func (ss *wsSession) subscribeTask(req protocol.Request) error {
 	if err != nil {
 		return err
 	}
-	t, err := ss.s.store.Get(ss.ctx, ss.id.user, req.TaskID)
+	ctx, cancel := ss.s.requestContext(ss.ctx)
+	defer cancel()
+	t, err := ss.s.store.Get(ctx, ss.id.user, req.TaskID)
 	if err != nil {
 		f.stop()
 		return err
