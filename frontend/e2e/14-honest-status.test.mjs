@@ -38,7 +38,8 @@ test('offline: said within 2 s, the answer paused; Stop offline stops, or says t
 
     // Stop, pressed offline: it waits for the network, and says so.
     await page.click(`${sel.assistant}[data-task-id="${id}"] [data-testid="cancel-button"]`);
-    assert.equal(await meta(id), 'Stopping once reconnected…');
+    // Shown on the next frame, as every view is.
+    await page.waitForFunction((id) => document.querySelector(`[data-role="assistant"][data-task-id="${id}"] .meta`)?.textContent === 'Stopping once reconnected…', id, { timeout: T.short });
     await page.screenshot({ path: `${artifacts}/14-honest-status-stop-offline.png` });
     await network(false);
     await waitStatus(page, id, 'cancelled', T.long);

@@ -20,6 +20,11 @@ async function showList(p) {
   if (narrow) await p.waitForFunction(() => document.querySelector('.sidebar').getBoundingClientRect().left >= 0, null, { timeout: T.short });
 }
 
+/** Waits until the page shows the new, empty conversation (a view is drawn on the next frame), so sendShown counts from it. */
+async function emptyShown(p) {
+  await p.waitForFunction(() => document.querySelectorAll('[data-testid="message"]').length === 0, null, { timeout: T.short });
+}
+
 test('conversations: clean titles, rename and delete synced live, full-text search, date groups, times', { timeout: 180_000 }, async (t) => {
   await scenario('15-conversations', {}, async ({ sys, newContext, shoot }) => {
     const context = await newContext();
@@ -90,12 +95,14 @@ test('conversations: clean titles, rename and delete synced live, full-text sear
 
     // Date groups: move the zebra conversation three days back and make one from yesterday.
     await a.click('[data-testid="new-conversation"]');
+    await emptyShown(a);
     const y = await sendShown(a, 'Yesterday question');
     await waitStatus(a, y, 'done');
     const yConv = await a.evaluate(() => window.tether.conversationId);
     await sys.sql(`UPDATE conversations SET updated_at = now() - interval '3 days' WHERE id = '${zebra}'`);
     await sys.sql(`UPDATE conversations SET updated_at = now() - interval '1 day' WHERE id = '${yConv}'`);
     await a.click('[data-testid="new-conversation"]');
+    await emptyShown(a);
     const today = await sendShown(a, '/stream 3 10');
     await waitStatus(a, today, 'done');
     await b.reload();
