@@ -337,6 +337,8 @@ func (a *attempt) wake() {
 // like any other. The running event of this attempt is flushed first, so
 // the log keeps the order.
 func (a *attempt) restart() {
+	ended := endStopped
+	defer func() { a.r.metrics.ended.WithLabelValues(ended).Inc() }()
 	if _, err := a.settle(); err != nil {
 		a.log.Warn("restart: events not acknowledged; leaving the task to lease expiry", "err", err)
 		return
@@ -346,6 +348,7 @@ func (a *attempt) restart() {
 		a.log.Warn("restart refused: leaving the task as it is", "err", err)
 		return
 	}
+	ended = endRestarted
 	a.publishStatus(task.StatusEvent(t))
 	a.publishUserTask(t)
 	if err := a.r.bus.Dispatch(a.io, t.ID, t.Attempt); err != nil {

@@ -21,7 +21,10 @@ func (a *attempt) end(runErr error) {
 	if a.ctx.Err() != nil {
 		cause = context.Cause(a.ctx)
 	}
+	ended := endStopped
+	defer func() { a.r.metrics.ended.WithLabelValues(ended).Inc() }()
 	if silent(cause) {
+		a.r.metrics.lost(cause)
 		a.log.Warn("attempt stopped without finishing", "reason", cause, "seq", a.lastSeq())
 		return
 	}
@@ -60,6 +63,7 @@ func (a *attempt) end(runErr error) {
 	if finished.Seq != f.Seq {
 		a.log.Error("store finished at an unexpected seq", "seq", f.Seq, "stored_seq", finished.Seq)
 	}
+	ended = string(finished.Status)
 	a.publishStatus(task.StatusEvent(finished))
 	a.publishUserTask(finished)
 	a.log.Info("attempt finished", "status", finished.Status, "seq", finished.Seq,

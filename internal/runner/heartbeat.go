@@ -38,6 +38,11 @@ func (a *attempt) heartbeat(ctx context.Context) {
 		callCtx, cancel := context.WithTimeout(ctx, every)
 		cancelRequested, err := a.r.store.Heartbeat(callCtx, a.claimed.ID, a.claimed.Attempt)
 		cancel()
+		if err != nil {
+			a.r.metrics.heartbeats.WithLabelValues(heartbeatFailed).Inc()
+		} else {
+			a.r.metrics.heartbeats.WithLabelValues(heartbeatOK).Inc()
+		}
 		switch {
 		case errors.Is(err, task.ErrFenced):
 			a.log.Warn("attempt fenced out: stopping without further writes")

@@ -37,10 +37,11 @@ import (
 
 // Runner runs dispatched tasks. Create it with New; Run it once.
 type Runner struct {
-	cfg   Config
-	store Store
-	bus   Bus
-	log   *slog.Logger
+	cfg     Config
+	store   Store
+	bus     Bus
+	log     *slog.Logger
+	metrics *metrics
 
 	mu       sync.Mutex
 	inflight map[string]*attempt // by task id, for cancel routing
@@ -67,6 +68,7 @@ func New(cfg Config, store Store, bus Bus) (*Runner, error) {
 		store:    store,
 		bus:      bus,
 		log:      cfg.Logger.With("runner", cfg.ID),
+		metrics:  newMetrics(),
 		inflight: make(map[string]*attempt),
 		back:     make(chan struct{}),
 	}
@@ -218,11 +220,15 @@ func (r *Runner) claim(ctx context.Context, d Dispatch) (*attempt, error) {
 	cancel()
 	switch {
 	case errors.Is(err, task.ErrNotClaimable), task.ErrorCode(err) == task.CodeNotFound:
+		r.metrics.claims.WithLabelValues(claimNotClaimable).Inc()
 		log.Debug("dispatch dropped: task not claimable", "dispatch_attempt", d.Attempt, "err", err)
 		return nil, nil
 	case err != nil:
+		r.metrics.claims.WithLabelValues(claimFailed).Inc()
 		return nil, fmt.Errorf("runner %s: %w", r.cfg.ID, err)
 	}
+	r.metrics.claims.WithLabelValues(claimClaimed).Inc()
+	r.metrics.running.Inc()
 	a := newAttempt(r, ctx, claimed, log)
 	r.mu.Lock()
 	r.inflight[claimed.ID] = a
@@ -234,6 +240,7 @@ func (r *Runner) claim(ctx context.Context, d Dispatch) (*attempt, error) {
 // runAttempt runs a claimed attempt to its end.
 func (r *Runner) runAttempt(a *attempt) {
 	defer func() {
+		r.metrics.running.Dec()
 		r.mu.Lock()
 		if r.inflight[a.claimed.ID] == a {
 			delete(r.inflight, a.claimed.ID)
