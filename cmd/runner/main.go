@@ -52,9 +52,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	// named after it).
 	o.RunnerID = cmp.Or(o.RunnerID, runner.DefaultID())
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: o.LogLevel}))
+	var prof *profiling.Server
 	if o.PprofAddr != "" {
-		prof, err := profiling.Start(o.PprofAddr, log)
-		if err != nil {
+		if prof, err = profiling.Start(o.PprofAddr, log); err != nil {
 			return err
 		}
 		defer prof.Close()
@@ -92,6 +92,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	gate.Store(r)
+	// The runner has no listener of its own: its Prometheus series are on
+	// the profiler's private address (docs/deploy.md, "Dashboard and alerts").
+	if prof != nil {
+		prof.Handle("GET /metrics", r.MetricsHandler())
+	}
 	// The URL may hold a password: print it redacted.
 	fmt.Fprintf(stdout, "runner %s: engine %s, %d at once, NATS %s\n", r.ID(), o.Engine, o.Concurrency, natsbus.RedactURL(o.NATSURL))
 

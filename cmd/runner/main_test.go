@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -82,8 +85,9 @@ func TestRunFailsClearlyWithoutNATS(t *testing.T) {
 	}
 }
 
-// The command end to end: it runs a submitted task to done, and a cancel
-// of its context (SIGTERM) makes it return nil.
+// The command end to end: it runs a submitted task to done, serves its
+// Prometheus series on the profiler's address, and a cancel of its context
+// (SIGTERM) makes it return nil.
 func TestRunRunsATask(t *testing.T) {
 	t.Parallel()
 	dbURL := pgtest.URL(t)
@@ -91,7 +95,8 @@ func TestRunRunsATask(t *testing.T) {
 	// A NATS server without auth ignores a user and password; the banner
 	// must not print them.
 	withPassword := strings.Replace(natsURL, "nats://", "nats://tether:hunter2-secret@", 1)
-	env := map[string]string{"DATABASE_URL": dbURL, "NATS_URL": withPassword, "TETHER_RUNNER_ID": "cmd-test"}
+	env := map[string]string{"DATABASE_URL": dbURL, "NATS_URL": withPassword, "TETHER_RUNNER_ID": "cmd-test",
+		"TETHER_PPROF_ADDR": "127.0.0.1:0"}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -133,6 +138,10 @@ func TestRunRunsATask(t *testing.T) {
 	if got.Output != enginetest.StreamText(3) {
 		t.Fatalf("output %q", got.Output)
 	}
+	metrics := scrapeRunner(t, &stderr)
+	if want := `tether_runner_claims_total{outcome="claimed"} 1`; !strings.Contains(metrics, want) {
+		t.Fatalf("/metrics on the profiler's address lacks %s:\n%s", want, metrics)
+	}
 	cancel()
 	wg.Wait()
 	if runErr != nil {
@@ -169,4 +178,30 @@ func TestMigrateApart(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "cannot reach NATS") {
 		t.Fatalf("-migrate=false on a current schema: err = %v, want the unreachable NATS", err)
 	}
+}
+
+// scrapeRunner reads /metrics on the address the runner's log says the
+// profiler listens on.
+func scrapeRunner(t *testing.T, log *syncbuffer.Buffer) string {
+	t.Helper()
+	var addr string
+	for _, line := range strings.Split(log.String(), "\n") {
+		var rec struct{ Msg, Addr string }
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "pprof listening" {
+			addr = rec.Addr
+		}
+	}
+	if addr == "" {
+		t.Fatalf("no pprof address in the runner's log:\n%s", log.String())
+	}
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatalf("GET /metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %d, %v", resp.StatusCode, err)
+	}
+	return string(b)
 }

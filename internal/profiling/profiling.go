@@ -2,7 +2,8 @@
 // its own, for the gateway and the runner when TETHER_PPROF_ADDR is set. It
 // never shares the gateway's public listener: profiles show memory and
 // stacks, so the address is meant to be private (127.0.0.1, or a network
-// only operators reach).
+// only operators reach). The runner, which has no other listener, serves its
+// Prometheus series there too (Handle).
 package profiling
 
 import (
@@ -18,6 +19,7 @@ import (
 
 // Server is a running profiler endpoint.
 type Server struct {
+	mux  *http.ServeMux
 	srv  *http.Server
 	addr net.Addr
 	done chan struct{}
@@ -37,6 +39,7 @@ func Start(addr string, log *slog.Logger) (*Server, error) {
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	s := &Server{
+		mux:  mux,
 		srv:  &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second},
 		addr: ln.Addr(),
 		done: make(chan struct{}),
@@ -50,6 +53,10 @@ func Start(addr string, log *slog.Logger) (*Server, error) {
 	log.Info("pprof listening", "addr", s.addr.String())
 	return s, nil
 }
+
+// Handle serves h at pattern on the profiler's address as well; it may be
+// called while the server runs.
+func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 
 // Addr is the address the profiler listens on.
 func (s *Server) Addr() net.Addr { return s.addr }
