@@ -459,6 +459,9 @@ func (f *follower) catchUp(probe bool) {
 					"failures", readFailures+1, "err", readErr)
 			}
 			f.hub.metrics.logReads.Inc()
+			if readErr != nil && f.ctx.Err() == nil {
+				f.hub.metrics.logReadErrs.Inc()
+			}
 			if readErr != nil && f.ctx.Err() == nil && readFailures < maxReadFailures {
 				// NATS away, or its stream without a leader: read again
 				// soon. A look must still be taken (events the live feed

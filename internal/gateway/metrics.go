@@ -20,6 +20,7 @@ type metrics struct {
 	stale         prometheus.Counter
 	resyncs       prometheus.Counter
 	logReads      prometheus.Counter
+	logReadErrs   prometheus.Counter
 	rateLimited   prometheus.Counter
 	limitRefusals *prometheus.CounterVec
 	unavailable   *prometheus.CounterVec
@@ -51,6 +52,8 @@ func newMetrics() *metrics {
 			Help: "Fresh snapshots sent because the log could not close a gap."}),
 		logReads: prometheus.NewCounter(prometheus.CounterOpts{Name: "tether_gateway_log_reads_total",
 			Help: "Reads of a task's JetStream log to catch a follower up."}),
+		logReadErrs: prometheus.NewCounter(prometheus.CounterOpts{Name: "tether_gateway_log_read_failures_total",
+			Help: "Reads of a task's JetStream log that failed (NATS away, a stream without a leader); they are retried."}),
 		rateLimited: prometheus.NewCounter(prometheus.CounterOpts{Name: "tether_gateway_rate_limited_total",
 			Help: "Requests refused by the per-user rate limit."}),
 		limitRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tether_gateway_limit_refusals_total",
@@ -63,7 +66,7 @@ func newMetrics() *metrics {
 		m.limitRefusals.WithLabelValues(l)
 	}
 	r.MustRegister(m.connections, m.sseStreams, m.subscriptions, m.upstream, m.fannedOut, m.submits,
-		m.queueDrops, m.gaps, m.stale, m.resyncs, m.logReads, m.rateLimited, m.limitRefusals, m.unavailable,
+		m.queueDrops, m.gaps, m.stale, m.resyncs, m.logReads, m.logReadErrs, m.rateLimited, m.limitRefusals, m.unavailable,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

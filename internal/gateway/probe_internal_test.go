@@ -148,6 +148,9 @@ func TestGapWaitsForTheLogThroughFailedReads(t *testing.T) {
 	if n := testutil.ToFloat64(f.hub.metrics.resyncs); n != 0 {
 		t.Fatalf("%v resyncs", n)
 	}
+	if reads, failed := testutil.ToFloat64(f.hub.metrics.logReads), testutil.ToFloat64(f.hub.metrics.logReadErrs); reads != 4 || failed != 3 {
+		t.Fatalf("%v log reads, %v failed; want 4, 3 failed", reads, failed)
+	}
 }
 
 // A runner publishes again, after later events, what a stream without a
