@@ -17,6 +17,7 @@ var testOnly = []string{
 	"internal/engine/enginetest",
 	"internal/eventually",
 	"internal/fakeclock",
+	"internal/jwks/jwkstest",
 	"internal/natsbus/natstest",
 	"internal/postgres/pgtest",
 	"internal/syncbuffer",
