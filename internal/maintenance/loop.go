@@ -69,7 +69,9 @@ type Loop struct {
 	// tasks, expire leases, purge, sweep, purge logs, dispatch again), its
 	// publishes included. Default DefaultStepTimeout.
 	StepTimeout time.Duration
-	Logger      *slog.Logger
+	// Metrics, when set, counts the loop's changes by action.
+	Metrics *Metrics
+	Logger  *slog.Logger
 }
 
 // Defaults of Loop; internal/config declares its settings with them.
@@ -141,6 +143,7 @@ func (l *Loop) Tick(round context.Context) {
 	l.step(round, func(ctx context.Context) {
 		expired, err := l.Store.ExpirePending(ctx)
 		fail("expire pending tasks", err)
+		l.Metrics.add(actionNoRunner, len(expired))
 		for _, t := range expired {
 			log.Info("task failed: no runner", "task", t.ID, "attempt", t.Attempt, "seq", t.Seq)
 			l.announce(ctx, log, t)
@@ -154,7 +157,10 @@ func (l *Loop) Tick(round context.Context) {
 			log.Info("lease expired", "task", t.ID, "attempt", t.Attempt, "seq", t.Seq, "status", t.Status)
 			l.announce(ctx, log, t)
 			if t.Status == task.StatusPending {
+				l.Metrics.add(actionHandedOn, 1)
 				l.dispatch(ctx, log, t)
+			} else {
+				l.Metrics.add(actionRunnerLost, 1)
 			}
 		}
 	})
@@ -162,6 +168,7 @@ func (l *Loop) Tick(round context.Context) {
 	l.step(round, func(ctx context.Context) {
 		purged, err := l.Store.Purge(ctx)
 		fail("purge finished tasks", err)
+		l.Metrics.add(actionPurged, int(purged))
 		if purged > 0 {
 			log.Info("purged finished tasks", "count", purged)
 		}
@@ -171,6 +178,7 @@ func (l *Loop) Tick(round context.Context) {
 		l.step(round, func(ctx context.Context) {
 			swept, err := l.Uploads.Sweep(ctx)
 			fail("sweep expired uploads", err)
+			l.Metrics.add(actionUploadsSwept, swept)
 			if swept > 0 {
 				log.Info("swept expired uploads", "count", swept)
 			}
@@ -181,6 +189,7 @@ func (l *Loop) Tick(round context.Context) {
 		l.step(round, func(ctx context.Context) {
 			n, err := l.Store.PurgeLogs(ctx, l.LogGrace, l.Bus.PurgeTaskLog)
 			fail("purge logs of finished tasks", err)
+			l.Metrics.add(actionLogsPurged, n)
 			if n > 0 {
 				log.Debug("purged finished tasks' events from the log", "count", n)
 			}
@@ -191,6 +200,7 @@ func (l *Loop) Tick(round context.Context) {
 		waiting, err := l.Store.Undispatched(ctx, cmp.Or(l.RedispatchAge, 5*time.Second),
 			cmp.Or(l.RedispatchEvery, 30*time.Second))
 		fail("find undispatched tasks", err)
+		l.Metrics.add(actionRedispatched, len(waiting))
 		for _, t := range waiting {
 			log.Debug("dispatching again", "task", t.ID, "attempt", t.Attempt)
 			l.dispatch(ctx, log, t)
