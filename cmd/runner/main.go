@@ -100,8 +100,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	// The URL may hold a password: print it redacted.
 	fmt.Fprintf(stdout, "runner %s: engine %s, %d at once, NATS %s\n", r.ID(), o.Engine, o.Concurrency, natsbus.RedactURL(o.NATSURL))
 
+	loopMetrics, err := maintenance.NewMetrics(r.Registerer())
+	if err != nil {
+		return err
+	}
 	loop := &maintenance.Loop{Store: store, Bus: bus, Interval: o.MaintenanceInterval, LogGrace: o.LogGrace,
-		StepTimeout: o.MaintenanceTimeout, Logger: log}
+		StepTimeout: o.MaintenanceTimeout, Metrics: loopMetrics, Logger: log}
 	// Maintenance stops with the signal, or with the runner if it stops on
 	// its own; the runner drains after it. A loop that cannot run (loop.Go
 	// logs why) stops the runner too: a runner without maintenance would

@@ -139,8 +139,11 @@ func TestRunRunsATask(t *testing.T) {
 		t.Fatalf("output %q", got.Output)
 	}
 	metrics := scrapeRunner(t, &stderr)
-	if want := `tether_runner_claims_total{outcome="claimed"} 1`; !strings.Contains(metrics, want) {
-		t.Fatalf("/metrics on the profiler's address lacks %s:\n%s", want, metrics)
+	for _, want := range []string{`tether_runner_claims_total{outcome="claimed"} 1`,
+		`tether_maintenance_actions_total{action="no_runner"} 0`} {
+		if !strings.Contains(metrics, want) {
+			t.Fatalf("/metrics on the profiler's address lacks %s:\n%s", want, metrics)
+		}
 	}
 	cancel()
 	wg.Wait()

@@ -84,6 +84,10 @@ func (m *metrics) lost(cause error) {
 	}
 }
 
+// Registerer is the runner's registry, for the series of the process's
+// other parts (its maintenance loop) to appear on the same /metrics.
+func (r *Runner) Registerer() prometheus.Registerer { return r.metrics.registry }
+
 // MetricsHandler serves the runner's Prometheus series; cmd/runner serves
 // it at /metrics on TETHER_PPROF_ADDR.
 func (r *Runner) MetricsHandler() http.Handler {
