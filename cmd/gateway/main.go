@@ -24,6 +24,7 @@ import (
 	"github.com/tether-dev/tether/internal/config"
 	"github.com/tether-dev/tether/internal/gateway"
 	"github.com/tether-dev/tether/internal/gateway/natsgateway"
+	"github.com/tether-dev/tether/internal/jwks"
 	"github.com/tether-dev/tether/internal/maintenance"
 	"github.com/tether-dev/tether/internal/natsbus"
 	"github.com/tether-dev/tether/internal/postgres"
@@ -61,13 +62,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		defer prof.Close()
 	}
 
-	// The keys: JWTs (or anonymous cookies) and, derived from the same
-	// secret unless set on its own, the key that signs page cursors.
+	// The keys: JWTs (an HS256 secret, identity providers' key sets, or
+	// both) or anonymous cookies and, derived from the secret (or else the
+	// session key) unless set on its own, the key that signs page cursors.
 	var authSecret, cookieKey []byte
 	if c.AuthSecret != "" {
 		authSecret = []byte(c.AuthSecret)
 	} else {
-		log.Warn("RUNNING WITHOUT AUTH: TETHER_AUTH_SECRET is unset, every browser gets an anonymous user. Set it (HS256 JWTs) before exposing this gateway.")
+		if len(c.JWKSURLs) == 0 {
+			log.Warn("RUNNING WITHOUT AUTH: TETHER_AUTH_SECRET and TETHER_JWT_JWKS_URL are unset, every browser gets an anonymous user. Set one (HS256 JWTs, or an identity provider's JWK Set) before exposing this gateway.")
+		}
 		if cookieKey, err = sessionKey(c); err != nil {
 			return err
 		}
@@ -79,6 +83,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			from = cookieKey
 		}
 		cursorKey = config.DeriveKey(from, "cursor key v1")
+	}
+	// The key sets are fetched until run returns; one that cannot be
+	// fetched now is logged and tried again, and the gateway serves.
+	var keys gateway.KeySet
+	if len(c.JWKSURLs) > 0 {
+		keysCtx, stopKeys := context.WithCancel(context.Background())
+		defer stopKeys()
+		set, err := jwks.New(keysCtx, jwks.Config{URLs: c.JWKSURLs, Refresh: c.JWKSRefresh,
+			UnknownKIDEvery: c.JWKSUnknownKIDEvery, Logger: log})
+		if err != nil {
+			return err
+		}
+		keys = set
 	}
 
 	natsURL := c.NATSURL
@@ -133,6 +150,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		AllowedOrigins:   c.AllowedOrigins,
 		TrustedProxies:   c.TrustedProxies,
 		AuthSecret:       authSecret,
+		Keys:             keys,
 		JWTAudience:      c.JWTAudience,
 		JWTIssuer:        c.JWTIssuer,
 		CookieKey:        cookieKey,

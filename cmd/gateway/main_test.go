@@ -6,13 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
+
 	"github.com/tether-dev/tether/internal/eventually"
+	"github.com/tether-dev/tether/internal/jwks/jwkstest"
 	"github.com/tether-dev/tether/internal/postgres"
 	"github.com/tether-dev/tether/internal/postgres/pgtest"
 	"github.com/tether-dev/tether/internal/syncbuffer"
@@ -33,6 +37,8 @@ func TestRunRejectsBadSettings(t *testing.T) {
 		{"DATABASE_URL": "postgres://x", "TETHER_MAX_ATTEMPTS": "3.9"},
 		{"DATABASE_URL": "postgres://x", "TETHER_AUTH_SECRET": "shorter-than-32-bytes"},
 		{"DATABASE_URL": "postgres://x", "TETHER_MAX_TABS_PER_USER": "many"},
+		{"DATABASE_URL": "postgres://x", "TETHER_JWT_JWKS_URL": "https://idp.example/jwks,idp.example/jwks"},
+		{"DATABASE_URL": "postgres://x", "TETHER_JWT_JWKS_REFRESH": "0s"},
 	} {
 		err := run(context.Background(), nil, getenvFrom(env), io.Discard, io.Discard)
 		if err == nil {
@@ -71,16 +77,72 @@ func TestNATSPasswordNeverPrinted(t *testing.T) {
 // port, reports ready, warns that it runs without auth, and stops cleanly.
 func TestRunServes(t *testing.T) {
 	t.Parallel()
-	env := map[string]string{
+	base, stderr := startRun(t, map[string]string{})
+	resp, err := http.Get(base + "/readyz")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("readyz: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	if !strings.Contains(stderr.String(), "RUNNING WITHOUT AUTH") {
+		t.Errorf("no warning about anonymous mode in the log:\n%s", stderr.String())
+	}
+}
+
+// TestRunWithIdPDown: a gateway whose identity provider's JWK Set cannot be
+// fetched at start says so in its log and serves; a token of the
+// provider's is unavailable until the set is fetched, then accepted.
+func TestRunWithIdPDown(t *testing.T) {
+	t.Parallel()
+	key := jwkstest.RSA(t, "k1")
+	idp := jwkstest.NewServer(t, key)
+	idp.SetDown(true)
+	base, stderr := startRun(t, map[string]string{
+		"TETHER_JWT_JWKS_URL":               idp.URL,
+		"TETHER_JWT_JWKS_UNKNOWN_KID_EVERY": "10ms",
+	})
+	if log := stderr.String(); !strings.Contains(log, "JWKS fetch failed") || strings.Contains(log, "RUNNING WITHOUT AUTH") {
+		t.Errorf("the log does not say the JWK Set could not be fetched, or claims no auth:\n%s", log)
+	}
+	status := func() int {
+		req, _ := http.NewRequest("GET", base+"/v1/conversations", nil)
+		req.Header.Set("Authorization", "Bearer "+key.Sign(t, jwt.MapClaims{"sub": "ana", "exp": time.Now().Add(time.Hour).Unix()}))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := status(); got != http.StatusServiceUnavailable {
+		t.Errorf("a provider's token while its set is down: %d, want 503", got)
+	}
+	idp.SetDown(false)
+	eventually.True(t, "the token accepted once the set is fetched", func() bool { return status() == http.StatusOK })
+}
+
+// startRun runs the gateway with env over private defaults (a schema of its
+// own, free ports, a temporary data directory) until the test ends, and
+// returns its base URL and its log.
+func startRun(t *testing.T, env map[string]string) (string, *syncbuffer.Buffer) {
+	t.Helper()
+	all := map[string]string{
 		"DATABASE_URL":       pgtest.URL(t),
 		"TETHER_ADDR":        "127.0.0.1:0",
 		"TETHER_NATS_LISTEN": "127.0.0.1:0",
 		"TETHER_DATA_DIR":    t.TempDir(),
 	}
+	maps.Copy(all, env)
 	ctx, cancel := context.WithCancel(context.Background())
-	var stdout, stderr syncbuffer.Buffer
+	var stdout syncbuffer.Buffer
+	stderr := &syncbuffer.Buffer{}
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, nil, getenvFrom(env), &stdout, &stderr) }()
+	go func() { done <- run(ctx, nil, getenvFrom(all), &stdout, stderr) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := eventually.Receive(t, done, "run to stop"); err != nil {
+			t.Errorf("run: %v", err)
+		}
+	})
 
 	addr := regexp.MustCompile(`listening on (http://\S+)`)
 	var base string
@@ -99,18 +161,7 @@ func TestRunServes(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("%v; stderr:\n%s", err, stderr.String())
 	}
-	resp, err := http.Get(base + "/readyz")
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("readyz: %v %v", err, resp)
-	}
-	resp.Body.Close()
-	if !strings.Contains(stderr.String(), "RUNNING WITHOUT AUTH") {
-		t.Errorf("no warning about anonymous mode in the log:\n%s", stderr.String())
-	}
-	cancel()
-	if err := eventually.Receive(t, done, "run to stop"); err != nil {
-		t.Fatalf("run: %v", err)
-	}
+	return base, stderr
 }
 
 // TestMigrateApart: `gateway migrate` is the migration step alone; a

@@ -22,6 +22,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tether-dev/tether/internal/jwks"
 )
 
 // Component says which process loads the configuration.
@@ -316,6 +318,26 @@ func (v listValue) set(s string) error {
 	return nil
 }
 func (v listValue) kind() string { return "list" }
+
+type urlsValue struct{ p *[]string }
+
+// urls is a comma-separated list of http(s) URLs.
+func urls(p *[]string) parser { return urlsValue{p} }
+
+func (v urlsValue) set(s string) error {
+	var l []string
+	if err := list(&l).set(s); err != nil {
+		return err
+	}
+	for _, u := range l {
+		if err := jwks.CheckURL(u); err != nil {
+			return err
+		}
+	}
+	*v.p = l
+	return nil
+}
+func (v urlsValue) kind() string { return "URL list" }
 
 type prefixValue struct{ p *[]netip.Prefix }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tether-dev/tether/internal/engine"
 	"github.com/tether-dev/tether/internal/gateway"
+	"github.com/tether-dev/tether/internal/jwks"
 	"github.com/tether-dev/tether/internal/maintenance"
 	"github.com/tether-dev/tether/internal/natsbus"
 	"github.com/tether-dev/tether/internal/postgres"
@@ -20,20 +21,25 @@ import (
 // fills the fields of the component it loads for; the others keep their
 // zero values.
 type Config struct {
-	Addr           string
-	DatabaseURL    string
-	NATSURL        string
-	NATSListen     string
-	NATSReplicas   int
-	DataDir        string
-	AuthSecret     string
-	JWTAudience    string
-	JWTIssuer      string
-	SessionKey     string
-	SessionTTL     time.Duration
-	CursorKey      string
-	AllowedOrigins []string
-	TrustedProxies []netip.Prefix
+	Addr         string
+	DatabaseURL  string
+	NATSURL      string
+	NATSListen   string
+	NATSReplicas int
+	DataDir      string
+	AuthSecret   string
+	JWTAudience  string
+	JWTIssuer    string
+	// JWKSURLs are identity providers' JWK Set endpoints; JWKSRefresh and
+	// JWKSUnknownKIDEvery say how often they are fetched.
+	JWKSURLs            []string
+	JWKSRefresh         time.Duration
+	JWKSUnknownKIDEvery time.Duration
+	SessionKey          string
+	SessionTTL          time.Duration
+	CursorKey           string
+	AllowedOrigins      []string
+	TrustedProxies      []netip.Prefix
 
 	Rate             float64
 	ConnRate         float64
@@ -111,9 +117,19 @@ func (c *Config) settings() []setting {
 			doc:   "embedded JetStream storage, the anonymous session key",
 			value: str(&c.DataDir)},
 		{env: "TETHER_AUTH_SECRET", flag: "auth-secret", users: Gateway, secret: true,
-			defDoc: "unset: anonymous cookie mode (logged as a warning)",
+			defDoc: "unset: anonymous cookie mode, unless `TETHER_JWT_JWKS_URL` is set (logged as a warning)",
 			doc:    "HS256 secret for JWTs (`sub`, numeric `exp`), at least 32 bytes",
 			value:  secretStr(&c.AuthSecret, 32)},
+		{env: "TETHER_JWT_JWKS_URL", flag: "jwt-jwks-url", users: Gateway,
+			defDoc: "unset: no identity provider",
+			doc:    "comma-separated JWK Set URLs of identity providers (Auth0, Clerk, Supabase, Keycloak, Cognito, Firebase): RS/PS/ES/EdDSA JWTs are verified by the key their `kid` names; with `TETHER_AUTH_SECRET` too, HS256 tokens still use the secret ([docs/deploy.md](docs/deploy.md#sign-in-with-an-identity-provider))",
+			value:  urls(&c.JWKSURLs)},
+		{env: "TETHER_JWT_JWKS_REFRESH", flag: "jwt-jwks-refresh", users: Gateway, def: dur(jwks.DefaultRefresh),
+			doc:   "how often each JWK Set is fetched again in the background",
+			value: duration(&c.JWKSRefresh)},
+		{env: "TETHER_JWT_JWKS_UNKNOWN_KID_EVERY", flag: "jwt-jwks-unknown-kid-every", users: Gateway, def: dur(jwks.DefaultUnknownKIDEvery),
+			doc:   "a token whose `kid` no cached set has fetches the sets again, at most once per this however many such tokens come; still unknown, it is `unauthorized` (`unavailable` while a set cannot be fetched)",
+			value: duration(&c.JWKSUnknownKIDEvery)},
 		{env: "TETHER_JWT_AUDIENCE", flag: "jwt-audience", users: Gateway,
 			defDoc: "unset: not checked",
 			doc:    "a JWT's `aud` must contain this",
@@ -124,13 +140,13 @@ func (c *Config) settings() []setting {
 			value:  str(&c.JWTIssuer)},
 		{env: "TETHER_SESSION_KEY", flag: "session-key", users: Gateway, secret: true,
 			defDoc: "a random key kept in `TETHER_DATA_DIR/session.key`",
-			doc:    "signs anonymous session cookies (at least 32 bytes); give every gateway the same one",
+			doc:    "signs anonymous session cookies (at least 32 bytes), and page cursors when there is no `TETHER_AUTH_SECRET`; give every gateway the same one",
 			value:  secretStr(&c.SessionKey, 32)},
 		{env: "TETHER_SESSION_TTL", flag: "session-ttl", users: Gateway, def: dur(gateway.DefaultSessionTTL),
 			doc:   "an anonymous cookie expires this long after it was last renewed (renewed daily while used)",
 			value: duration(&c.SessionTTL)},
 		{env: "TETHER_CURSOR_KEY", flag: "cursor-key", users: Gateway, secret: true,
-			defDoc: "derived (HKDF) from `TETHER_AUTH_SECRET`, or from the session key in anonymous mode",
+			defDoc: "derived (HKDF) from `TETHER_AUTH_SECRET`, or else from the session key",
 			doc:    "signs page cursors; every gateway of one database needs the same",
 			value:  secretStr(&c.CursorKey, 32)},
 		{env: "TETHER_ALLOWED_ORIGINS", flag: "allowed-origins", users: Gateway,

@@ -40,10 +40,27 @@ type identity struct {
 	newCookie *http.Cookie
 }
 
-// authenticator implements section 1: HS256 JWTs when a secret is set,
-// otherwise an anonymous user per browser in a signed, HttpOnly cookie.
+// KeySet finds the public key of a JWT an identity provider signed (RS256,
+// ES256, EdDSA, ...) in its published key set; cmd/gateway wires
+// internal/jwks.
+type KeySet interface {
+	// Keyfunc returns the key that verifies t, or an error: a *task.Error
+	// with CodeUnavailable when the key may exist but could not be fetched,
+	// any other error when t may not be verified by any key of the set.
+	Keyfunc(t *jwt.Token) (any, error)
+	// Algorithms are every alg a key of the set may verify; never HMAC.
+	Algorithms() []string
+}
+
+// authenticator implements section 1: JWTs when a secret or a key set is
+// configured (HS256 tokens verified with the secret, the others with the key
+// set), otherwise an anonymous user per browser in a signed, HttpOnly cookie.
 type authenticator struct {
-	secret           []byte
+	secret []byte
+	keys   KeySet
+	// methods are the algs a token may have: HS256 with a secret, and the
+	// key set's.
+	methods          []string
 	audience, issuer string
 	cookieKey        []byte
 	sessionTTL       time.Duration
@@ -55,7 +72,7 @@ var errUnauthorized = task.Errorf(task.CodeUnauthorized, "missing, expired or in
 
 // authenticate finds the caller. allowQuery permits ?token= (WebSocket and SSE).
 func (a *authenticator) authenticate(r *http.Request, allowQuery bool) (identity, error) {
-	if a.secret == nil {
+	if len(a.methods) == 0 {
 		if key, ok := bearer(r); ok {
 			return apiKeyUser(key)
 		}
@@ -79,12 +96,15 @@ func (a *authenticator) authenticate(r *http.Request, allowQuery bool) (identity
 	return identity{}, errUnauthorized
 }
 
-// parseJWT checks an HS256 token: signature, a numeric exp in the future
-// (a string is refused, not read as a number), nbf and iat when present,
-// aud and iss when configured, and a sub of 1..128 bytes.
+// parseJWT checks a token: its signature (HS256 with the secret, any other
+// alg with the key set, which pins one alg family to each key; "none" never),
+// a numeric exp in the future (a string is refused, not read as a number),
+// nbf and iat when present, aud and iss when configured, and a sub of
+// 1..128 bytes. A token whose key could not be fetched is unavailable, not
+// unauthorized: the client may try again.
 func (a *authenticator) parseJWT(raw string, viaCookie bool) (identity, error) {
 	opts := []jwt.ParserOption{
-		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
+		jwt.WithValidMethods(a.methods),
 		jwt.WithExpirationRequired(),
 		jwt.WithTimeFunc(a.now),
 	}
@@ -97,7 +117,10 @@ func (a *authenticator) parseJWT(raw string, viaCookie bool) (identity, error) {
 	// MapClaims rather than RegisteredClaims: the latter reads "exp":"123"
 	// as a number.
 	claims := jwt.MapClaims{}
-	if _, err := jwt.ParseWithClaims(raw, claims, func(*jwt.Token) (any, error) { return a.secret, nil }, opts...); err != nil {
+	if _, err := jwt.ParseWithClaims(raw, claims, a.keyfunc, opts...); err != nil {
+		if task.ErrorCode(err) == task.CodeUnavailable {
+			return identity{}, err
+		}
 		return identity{}, errUnauthorized
 	}
 	exp, err := claims.GetExpirationTime()
@@ -109,6 +132,38 @@ func (a *authenticator) parseJWT(raw string, viaCookie bool) (identity, error) {
 		return identity{}, errUnauthorized
 	}
 	return identity{user: sub, viaCookie: viaCookie, exp: exp.Time}, nil
+}
+
+// keyfunc picks the key by the token's alg (WithValidMethods has already
+// refused an alg that is not configured): the secret for HS256, so a key of
+// the set is never an HMAC secret, and the key set for every other alg.
+func (a *authenticator) keyfunc(t *jwt.Token) (any, error) {
+	if t.Method == jwt.SigningMethodHS256 {
+		if a.secret == nil {
+			return nil, errUnauthorized
+		}
+		return a.secret, nil
+	}
+	if a.keys == nil {
+		return nil, errUnauthorized
+	}
+	return a.keys.Keyfunc(t)
+}
+
+// jwtMethods are the algs tokens may have with secret and keys.
+func jwtMethods(secret []byte, keys KeySet) []string {
+	var m []string
+	if secret != nil {
+		m = append(m, jwt.SigningMethodHS256.Alg())
+	}
+	if keys != nil {
+		for _, alg := range keys.Algorithms() {
+			if !strings.HasPrefix(alg, "HS") && alg != "none" {
+				m = append(m, alg)
+			}
+		}
+	}
+	return m
 }
 
 // anonymous returns the browser's anonymous user, making one (with its

@@ -34,8 +34,12 @@ type Config struct {
 	// X-Forwarded-Proto are believed (the client's IP, and whether it used
 	// TLS). Default: none.
 	TrustedProxies []netip.Prefix
-	// AuthSecret is the HS256 secret; nil selects anonymous cookie mode.
+	// AuthSecret is the HS256 secret. With neither it nor Keys, anonymous
+	// cookie mode.
 	AuthSecret []byte
+	// Keys verifies the JWTs identity providers sign (every alg but HS256);
+	// nil: only HS256 tokens, when AuthSecret is set.
+	Keys KeySet
 	// JWTAudience and JWTIssuer, when set, must be a token's aud (one of)
 	// and iss.
 	JWTAudience, JWTIssuer string
@@ -163,7 +167,7 @@ func New(cfg Config, store task.Store, bus Bus) (*Server, error) {
 		return nil, errors.New("gateway: a store and a bus are required")
 	}
 	cfg = cfg.withDefaults()
-	if cfg.AuthSecret == nil && len(cfg.CookieKey) < 16 {
+	if cfg.AuthSecret == nil && cfg.Keys == nil && len(cfg.CookieKey) < 16 {
 		return nil, errors.New("gateway: anonymous mode needs a cookie key of at least 16 bytes")
 	}
 	if cfg.AuthSecret != nil && len(cfg.AuthSecret) < minSecretBytes {
@@ -178,7 +182,8 @@ func New(cfg Config, store task.Store, bus Bus) (*Server, error) {
 		log:     cfg.Logger,
 		metrics: m,
 		hub:     newHub(bus, cfg.Logger, m, cfg.RecentEvents, cfg.TopicLinger, cfg.QueueBytes),
-		auth: &authenticator{secret: cfg.AuthSecret, cookieKey: cfg.CookieKey, now: cfg.Now,
+		auth: &authenticator{secret: cfg.AuthSecret, keys: cfg.Keys, methods: jwtMethods(cfg.AuthSecret, cfg.Keys),
+			cookieKey: cfg.CookieKey, now: cfg.Now,
 			audience: cfg.JWTAudience, issuer: cfg.JWTIssuer, sessionTTL: cfg.SessionTTL, trusted: cfg.TrustedProxies},
 		limit:    newLimiter(cfg.Rate, cfg.Now),
 		conns:    newLimiter(cfg.ConnRate, cfg.Now),
