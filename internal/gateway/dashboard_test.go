@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/tether-dev/tether/internal/engine"
+	"github.com/tether-dev/tether/internal/maintenance"
 	"github.com/tether-dev/tether/internal/runner"
 	"github.com/tether-dev/tether/internal/runner/natsrunner"
 	"github.com/tether-dev/tether/internal/task"
@@ -61,7 +62,7 @@ func TestDashboardAndAlertsUseExposedMetrics(t *testing.T) {
 	}
 	// The runner's series are in the dashboard and the alerts: the test saw
 	// both processes, not only the gateway.
-	for _, n := range []string{"tether_gateway_queue_drops_total", "tether_runner_claims_total"} {
+	for _, n := range []string{"tether_gateway_queue_drops_total", "tether_runner_claims_total", "tether_maintenance_actions_total"} {
 		if len(used[n]) == 0 {
 			t.Errorf("%s is used by no panel or alert", n)
 		}
@@ -226,6 +227,10 @@ func trafficAndScrape(t *testing.T) map[string]bool {
 	r, err := runner.New(runner.Config{Engine: eng, Logger: quietLogger()}, e.store, natsrunner.New(e.bus))
 	if err != nil {
 		t.Fatalf("runner: %v", err)
+	}
+	// As cmd/runner does: the maintenance loop's series on the runner's /metrics.
+	if _, err := maintenance.NewMetrics(r.Registerer()); err != nil {
+		t.Fatal(err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
