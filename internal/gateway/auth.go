@@ -72,7 +72,7 @@ var errUnauthorized = task.Errorf(task.CodeUnauthorized, "missing, expired or in
 
 // authenticate finds the caller. allowQuery permits ?token= (WebSocket and SSE).
 func (a *authenticator) authenticate(r *http.Request, allowQuery bool) (identity, error) {
-	if len(a.methods) == 0 {
+	if a.anonymousMode() {
 		if key, ok := bearer(r); ok {
 			return apiKeyUser(key)
 		}
@@ -95,6 +95,10 @@ func (a *authenticator) authenticate(r *http.Request, allowQuery bool) (identity
 	}
 	return identity{}, errUnauthorized
 }
+
+// anonymousMode: neither a secret nor a key set, so no token can be
+// verified and every browser is an anonymous user.
+func (a *authenticator) anonymousMode() bool { return len(a.methods) == 0 }
 
 // parseJWT checks a token: its signature (HS256 with the secret, any other
 // alg with the key set, which pins one alg family to each key; "none" never),

@@ -61,7 +61,7 @@ func methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 // page load, so its WebSocket and API calls act as one user.
 func (s *Server) withSession(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.auth.secret == nil {
+		if s.auth.anonymousMode() {
 			if id := s.auth.anonymous(r); id.newCookie != nil {
 				http.SetCookie(w, id.newCookie)
 			}

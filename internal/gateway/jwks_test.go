@@ -111,7 +111,16 @@ func TestIdPSignIn(t *testing.T) {
 			t.Errorf("%s: %d %s, want 401 unauthorized", name, status, code)
 		}
 	}
-	// JWKS alone: HS256 is no method at all.
+	// JWKS alone is JWT mode: a page load gets no anonymous cookie (it
+	// would replace an app's token cookie), and HS256 is no method at all.
+	resp, err := http.Get(e.srv.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if c := resp.Header.Get("Set-Cookie"); c != "" {
+		t.Errorf("a page load set a cookie with a key set configured: %s", c)
+	}
 	hs, err := jwt.NewWithClaims(jwt.SigningMethodHS256, idpClaims("u", time.Hour)).SignedString([]byte(testSecret))
 	if err != nil {
 		t.Fatal(err)
