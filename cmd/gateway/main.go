@@ -182,8 +182,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	loopCtx, stopLoops := context.WithCancel(context.Background())
 	defer stopLoops()
+	loopMetrics, err := maintenance.NewMetrics(gw.Registerer())
+	if err != nil {
+		return fmt.Errorf("maintenance metrics: %w", err)
+	}
 	loop := &maintenance.Loop{Store: store, Bus: bus, Uploads: ups, LogGrace: c.LogGrace,
-		StepTimeout: c.MaintenanceTimeout, Logger: log}
+		StepTimeout: c.MaintenanceTimeout, Metrics: loopMetrics, Logger: log}
 	// A loop that cannot run (loop.Go logs why) is a gateway without
 	// maintenance: it shuts down and says so rather than serve on.
 	loopDone := loop.Go(loopCtx)

@@ -83,6 +83,16 @@ func TestRunServes(t *testing.T) {
 		t.Fatalf("readyz: %v %v", err, resp)
 	}
 	resp.Body.Close()
+	// The maintenance loop's counts are on the gateway's /metrics too.
+	resp, err = http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), `tether_maintenance_actions_total{action="no_runner"}`) {
+		t.Errorf("/metrics has no maintenance actions:\n%s", b)
+	}
 	if !strings.Contains(stderr.String(), "RUNNING WITHOUT AUTH") {
 		t.Errorf("no warning about anonymous mode in the log:\n%s", stderr.String())
 	}

@@ -291,7 +291,7 @@ func (c *Config) settings() []setting {
 			value: level(&c.LogLevel)},
 		{env: "TETHER_PPROF_ADDR", flag: "pprof-addr", users: both,
 			defDoc: "unset: off",
-			doc:    "serves Go's profiler (`/debug/pprof/`) on this address, e.g. `127.0.0.1:6060`; keep it private",
+			doc:    "serves Go's profiler (`/debug/pprof/`) on this address, e.g. `127.0.0.1:6060`, and the runner's `/metrics`; keep it private",
 			value:  str(&c.PprofAddr)},
 	}
 }

@@ -70,3 +70,7 @@ func newMetrics() *metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
+
+// Registerer is where the gateway's /metrics series are registered, for the
+// parts cmd/gateway runs beside it (the maintenance loop).
+func (s *Server) Registerer() prometheus.Registerer { return s.metrics.registry }
