@@ -56,6 +56,9 @@ export function eventAttempt(ev: StreamEvent, t: Task): number {
  * they come but never lower the value (within an attempt the server never
  * lowers it, so this only holds the bar still while a continued attempt's
  * engine catches up with the kept text).
+ *
+ * The rule is the Go one of task.Position.Step and Task.Apply; both are
+ * tested on the same cases, internal/task/testdata/ordering.json.
  */
 export function applyStreamEvent(t: Task, ev: StreamEvent): Applied {
   const attempt = eventAttempt(ev, t);
