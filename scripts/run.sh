@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make run`: Postgres (a private cluster unless DATABASE_URL is set), the
 # gateway with embedded NATS (unless NATS_URL is set) and one runner, each
-# started again when it exits. Ctrl-C stops everything this script started.
+# started again when it exits. Ctrl-C (or SIGTERM to this script, whose pid
+# is in .data/run/run.pid) stops everything this script started, quietly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .data
@@ -26,11 +27,14 @@ if [ -z "${DATABASE_URL:-}" ]; then
 fi
 export DATABASE_URL
 
-# Each component's pid is kept in .data/run/<name>.pid. A component that
-# exits (a crash, or `kill $(cat .data/run/gateway.pid)` to restart it, for
-# example after `make build`) is started again; the others keep running, so
-# a restart is a reconnect for everyone else. Ctrl-C stops everything.
-mkdir -p .data/run
+# Each component's pid is kept in .data/run/<name>.pid (TETHER_RUN_DIR
+# elsewhere), this script's in run.pid. A component that exits (a crash, a
+# kill -9, or `kill $(cat .data/run/gateway.pid)` to restart it, for example
+# after `make build`) is started again; the others keep running, so a
+# restart is a reconnect for everyone else. Ctrl-C stops everything.
+run_dir=${TETHER_RUN_DIR:-.data/run}
+mkdir -p "$run_dir"
+echo $$ >"$run_dir/run.pid"
 declare -A pid_of started_at fast_exits
 stopping=
 cleanup() {
@@ -38,12 +42,14 @@ cleanup() {
 	stopping=1
 	for name in "${!pid_of[@]}"; do kill -TERM "${pid_of[$name]}" 2>/dev/null || true; done
 	for name in "${!pid_of[@]}"; do wait "${pid_of[$name]}" 2>/dev/null || true; done
-	rm -f .data/run/*.pid
+	rm -f "$run_dir"/*.pid
 	if [ -n "$started_pg" ]; then scripts/pg.sh stop "$pgdir" || true; fi
 	echo "run: stopped"
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+# Stopping is what Ctrl-C is for here, not a failure: exit 0, so make says
+# nothing (an exit of 130 would be "make: *** [run] Error 130").
+trap 'exit 0' INT TERM
 
 addr=${TETHER_ADDR:-:8080}
 port=${addr##*:}
@@ -58,7 +64,7 @@ start() {
 	esac
 	pid_of[$name]=$!
 	started_at[$name]=$SECONDS
-	echo "${pid_of[$name]}" >".data/run/$name.pid"
+	echo "${pid_of[$name]}" >"$run_dir/$name.pid"
 }
 
 start gateway
@@ -81,7 +87,7 @@ start runner
 
 echo
 echo "  Tether is running: http://localhost:$port   (Ctrl-C stops everything)"
-echo "  Restart one part: kill \$(cat .data/run/gateway.pid)   (or runner.pid)"
+echo "  Restart one part: kill \$(cat $run_dir/gateway.pid)   (or runner.pid)"
 echo
 
 # Start again whatever exits; give up on one that keeps exiting at once.
