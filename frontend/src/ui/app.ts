@@ -43,6 +43,7 @@ export function mountApp(root: HTMLElement, client: TetherClient, uploads: Uploa
     },
     search: (q) => void client.searchConversations(q),
     moreResults: () => void client.loadMoreSearch(),
+    refocus: () => composer.input.focus(),
   });
   const messages = new MessageList({
     cancel: (id) => void client.cancel(id),

@@ -10,7 +10,17 @@ export interface SidebarActions {
   remove(id: string): Promise<void>;
   search(q: string): void;
   moreResults(): void;
+  /** Puts the focus somewhere sensible (the message box) when the control that had it is gone. */
+  refocus(): void;
 }
+
+/** The conversation menu that is open: at most one at a time. */
+interface OpenMenu {
+  button: HTMLButtonElement;
+  menu: HTMLElement;
+}
+
+let menuIds = 0;
 
 /**
  * The conversation list: a search box, then the conversations newest
@@ -18,6 +28,14 @@ export interface SidebarActions {
  * each with a running mark while it has an answer in progress and a menu to
  * rename or delete it (deleting asks first); or, while a search is typed,
  * the conversations that match with a few words of the message that did.
+ *
+ * The "…" menu is a WAI-ARIA menu button: opening it puts the focus on its
+ * first item; the arrows (wrapping), Home and End move between the items;
+ * Escape closes it and gives the focus back to "…"; Tab, a click outside and
+ * choosing an item close it. When a rename or the delete question ends, the
+ * focus goes back to the "…" that started it, or, when that conversation is
+ * gone, to its neighbour in the list (else to the message box), never to
+ * nowhere.
  */
 export class Sidebar {
   readonly el: HTMLElement;
@@ -35,6 +53,9 @@ export class Sidebar {
   private editing: string | null = null;
   private searchTimer: number | undefined;
   private pendingDelete: string | null = null;
+  private openMenu: OpenMenu | null = null;
+  /** Where the focus goes when the delete question closes. */
+  private returnTo: HTMLElement | null = null;
 
   constructor(private readonly actions: SidebarActions, private readonly now: () => number = Date.now) {
     const newButton = h('button', { type: 'button', class: 'new-button', 'data-testid': 'new-conversation' }, h('span', { 'aria-hidden': 'true' }, '+'), ' New chat');
@@ -69,14 +90,38 @@ export class Sidebar {
     cancel.addEventListener('click', () => this.dialog.close());
     confirm.addEventListener('click', () => {
       const id = this.pendingDelete;
+      // Its "…" goes with the conversation: the focus goes to a neighbour.
+      this.returnTo = this.returnTo ? neighbour(this.returnTo) : null;
       this.dialog.close();
       if (id) void actions.remove(id);
     });
-    this.dialog.addEventListener('close', () => (this.pendingDelete = null));
+    this.dialog.addEventListener('close', () => {
+      this.pendingDelete = null;
+      const back = this.returnTo;
+      this.returnTo = null;
+      this.focusOr(back);
+    });
+    // A press anywhere outside the open menu and its button closes it (the press then does what it does).
+    document.addEventListener(
+      'pointerdown',
+      (ev) => {
+        const m = this.openMenu;
+        if (m && !m.menu.contains(ev.target as Node) && !m.button.contains(ev.target as Node)) this.closeMenu(false);
+      },
+      true,
+    );
 
     for (const ul of [this.list, this.results]) {
       ul.addEventListener('click', (ev) => this.onClick(ev));
+      ul.addEventListener('keydown', (ev) => this.onMenuKey(ev));
+      // The focus moved elsewhere (not by a press: a screen reader, a script): the menu closes.
+      ul.addEventListener('focusout', (ev) => {
+        const m = this.openMenu;
+        const to = ev.relatedTarget;
+        if (m && to instanceof Node && !m.menu.contains(to) && !m.button.contains(to)) this.closeMenu(false);
+      });
       ul.addEventListener('keydown', (ev) => {
+        if (ev.defaultPrevented) return;
         const li = (ev.target as Element).closest<HTMLElement>('[data-id]');
         if (li && (ev.target as Element) === li && (ev.key === 'Enter' || ev.key === ' ')) {
           ev.preventDefault();
@@ -105,36 +150,115 @@ export class Sidebar {
     if (!li || !id) return;
     const action = target.closest<HTMLElement>('[data-action]')?.dataset.action;
     if (action === 'menu') {
-      const menu = li.querySelector<HTMLElement>('.item-menu');
-      const open = menu?.hidden ?? false;
-      this.closeMenus();
-      if (menu && open) {
-        menu.hidden = false;
-        li.dataset.menu = 'open';
-      }
+      const button = li.querySelector<HTMLButtonElement>('.item-menu-button')!;
+      if (this.openMenu?.button === button) this.closeMenu(true);
+      else this.showMenu(li, 'first');
       return;
     }
     if (action === 'rename') {
-      this.closeMenus();
+      this.closeMenu(false);
       this.startRename(li, id);
       return;
     }
     if (action === 'delete') {
-      this.closeMenus();
+      this.closeMenu(false);
       this.pendingDelete = id;
+      this.returnTo = li.querySelector<HTMLElement>('.item-menu-button');
       const title = li.querySelector('.title')?.textContent ?? 'this conversation';
       text(this.dialogText, `“${title}” will be deleted with all its messages and files. An answer in progress is stopped. This cannot be undone.`);
       this.dialog.showModal();
       return;
     }
     if (target.closest('input, .item-menu')) return;
-    this.closeMenus();
+    // The title is a link to /c/<id>: a click with a modifier (new tab, new
+    // window) is the browser's; a plain one opens the conversation in place.
+    if (ev.ctrlKey || ev.metaKey || ev.shiftKey || ev.altKey || ev.button !== 0) return;
+    ev.preventDefault();
+    this.closeMenu(false);
     this.actions.open(id);
   }
 
-  private closeMenus(): void {
-    for (const m of this.el.querySelectorAll<HTMLElement>('.item-menu')) m.hidden = true;
-    for (const li of this.el.querySelectorAll<HTMLElement>('[data-menu]')) delete li.dataset.menu;
+  /** Opens a conversation's menu (closing any other) with the focus on its first or last item. */
+  private showMenu(li: HTMLElement, at: 'first' | 'last'): void {
+    const button = li.querySelector<HTMLButtonElement>('.item-menu-button');
+    const menu = li.querySelector<HTMLElement>('.item-menu');
+    if (!button || !menu) return;
+    if (this.openMenu?.button !== button) {
+      this.closeMenu(false);
+      menu.hidden = false;
+      li.dataset.menu = 'open';
+      button.setAttribute('aria-expanded', 'true');
+      this.openMenu = { button, menu };
+    }
+    const items = menuItems(menu);
+    items[at === 'first' ? 0 : items.length - 1]?.focus();
+  }
+
+  /** Closes the open menu; back gives the focus to its "…" button (Escape, Tab). */
+  private closeMenu(back: boolean): void {
+    const m = this.openMenu;
+    if (!m) return;
+    this.openMenu = null;
+    m.menu.hidden = true;
+    m.button.setAttribute('aria-expanded', 'false');
+    const li = m.button.closest<HTMLElement>('[data-menu]');
+    if (li) delete li.dataset.menu;
+    if (back && m.button.isConnected) m.button.focus();
+  }
+
+  /** The keys of the menu pattern: on "…" the arrows open it; in it they move, Escape and Tab leave. */
+  private onMenuKey(ev: KeyboardEvent): void {
+    const target = ev.target as HTMLElement;
+    if (ev.altKey || ev.ctrlKey || ev.metaKey || ev.isComposing) return;
+    if (target.matches('.item-menu-button')) {
+      if (ev.key === 'ArrowDown' || ev.key === 'ArrowUp') {
+        ev.preventDefault();
+        this.showMenu(target.closest<HTMLElement>('[data-id]')!, ev.key === 'ArrowDown' ? 'first' : 'last');
+      } else if (ev.key === 'Escape' && this.openMenu?.button === target) {
+        ev.preventDefault();
+        ev.stopPropagation();
+        this.closeMenu(true);
+      }
+      return;
+    }
+    const m = this.openMenu;
+    if (!m || !m.menu.contains(target)) return;
+    const items = menuItems(m.menu);
+    const i = items.indexOf(target as HTMLButtonElement);
+    let next: number | null = null;
+    switch (ev.key) {
+      case 'ArrowDown':
+        next = (i + 1) % items.length;
+        break;
+      case 'ArrowUp':
+        next = (i - 1 + items.length) % items.length;
+        break;
+      case 'Home':
+        next = 0;
+        break;
+      case 'End':
+        next = items.length - 1;
+        break;
+      case 'Escape':
+        ev.preventDefault();
+        ev.stopPropagation();
+        this.closeMenu(true);
+        return;
+      case 'Tab':
+        // Tab goes on from "…", as if the menu had not been there.
+        this.closeMenu(true);
+        return;
+      default:
+        return;
+    }
+    ev.preventDefault();
+    items[next]?.focus();
+  }
+
+  /** Focuses el when it is still on the page and shown, else lets the app put the focus somewhere sensible. */
+  private focusOr(el: HTMLElement | null): void {
+    if (el?.isConnected && el.getClientRects().length > 0) el.focus();
+    else this.actions.refocus();
   }
 
   private startRename(li: HTMLElement, id: string): void {
@@ -147,7 +271,7 @@ export class Sidebar {
     input.focus();
     input.select();
     let done = false;
-    const finish = (save: boolean) => {
+    const finish = (save: boolean, back = false) => {
       if (done) return;
       done = true;
       this.editing = null;
@@ -158,15 +282,17 @@ export class Sidebar {
         text(title, value);
         void this.actions.rename(id, value);
       }
+      // Ended from the keyboard: the focus goes back to "…" (a click elsewhere took it already).
+      if (back) this.focusOr(li.querySelector<HTMLElement>('.item-menu-button'));
     };
     input.addEventListener('keydown', (ev) => {
       if (ev.key === 'Enter') {
         ev.preventDefault();
-        finish(true);
+        finish(true, true);
       } else if (ev.key === 'Escape') {
         ev.preventDefault();
         ev.stopPropagation();
-        finish(false);
+        finish(false, true);
       }
     });
     input.addEventListener('blur', () => finish(true));
@@ -198,10 +324,14 @@ export class Sidebar {
     // Rebuild the order only when it changed, so an open rename field keeps its focus.
     const current = [...this.list.children];
     if (current.length !== frag.length || current.some((el, i) => el !== frag[i] && !(el.classList.contains('group-label') && frag[i]!.classList.contains('group-label') && el.textContent === frag[i]!.textContent))) {
+      // Moving a row takes the focus out of it: give it back.
+      const focused = document.activeElement instanceof HTMLElement && this.list.contains(document.activeElement) ? document.activeElement : null;
       this.list.replaceChildren(...frag);
+      if (focused?.isConnected && document.activeElement !== focused) focused.focus({ preventScroll: true });
     }
     for (const [id, li] of this.items) {
       if (!seen.has(id)) {
+        if (this.openMenu && li.contains(this.openMenu.button)) this.closeMenu(false);
         li.remove();
         this.items.delete(id);
       }
@@ -240,18 +370,21 @@ export class Sidebar {
   }
 
   private item(id: string, testid: string): HTMLLIElement {
+    const menuId = `conversation-menu-${++menuIds}`;
     const menu = h(
       'div',
-      { class: 'item-menu', role: 'menu', hidden: true },
-      h('button', { type: 'button', role: 'menuitem', 'data-action': 'rename', 'data-testid': 'rename-conversation' }, icon('edit'), ' Rename'),
-      h('button', { type: 'button', role: 'menuitem', class: 'danger-text', 'data-action': 'delete', 'data-testid': 'delete-conversation' }, icon('trash'), ' Delete'),
+      { class: 'item-menu', role: 'menu', id: menuId, 'aria-label': 'Conversation actions', hidden: true },
+      h('button', { type: 'button', role: 'menuitem', tabindex: '-1', 'data-action': 'rename', 'data-testid': 'rename-conversation' }, icon('edit'), ' Rename'),
+      h('button', { type: 'button', role: 'menuitem', tabindex: '-1', class: 'danger-text', 'data-action': 'delete', 'data-testid': 'delete-conversation' }, icon('trash'), ' Delete'),
     );
     return h(
       'li',
       { class: 'conversation', 'data-testid': testid, 'data-id': id, tabindex: '0' },
-      h('span', { class: 'item-text' }, h('span', { class: 'title' })),
+      // A real link, for middle-click and "open in new tab"; out of the tab
+      // order, as the row itself is the keyboard's stop (Enter opens it).
+      h('a', { class: 'item-text', href: conversationPath(id), tabindex: '-1', draggable: 'false' }, h('span', { class: 'title' })),
       h('span', { class: 'running-mark', 'aria-hidden': 'true' }),
-      h('button', { type: 'button', class: 'item-menu-button', 'data-action': 'menu', 'data-testid': 'conversation-menu', 'aria-label': 'Conversation actions', 'aria-haspopup': 'menu' }, icon('more')),
+      h('button', { type: 'button', class: 'item-menu-button', 'data-action': 'menu', 'data-testid': 'conversation-menu', 'aria-label': 'Conversation actions', 'aria-haspopup': 'menu', 'aria-expanded': 'false', 'aria-controls': menuId }, icon('more')),
       menu,
     );
   }
@@ -264,6 +397,19 @@ export class Sidebar {
     attr(li, 'aria-label', `${c.title || 'New conversation'}${running ? ' (answering)' : ''}`);
     attr(li, 'title', new Date(c.updated_at).toLocaleString());
   }
+}
+
+function menuItems(menu: HTMLElement): HTMLButtonElement[] {
+  return [...menu.querySelectorAll<HTMLButtonElement>('[role="menuitem"]')];
+}
+
+/** The conversation next to the one el is in (the one after it, else before it), or null. */
+function neighbour(el: HTMLElement): HTMLElement | null {
+  const li = el.closest<HTMLElement>('[data-id]');
+  if (!li) return null;
+  const rows = [...(li.parentElement?.querySelectorAll<HTMLElement>(':scope > [data-id]') ?? [])];
+  const i = rows.indexOf(li);
+  return rows[i + 1] ?? rows[i - 1] ?? null;
 }
 
 /** Puts text in el with the query's words marked (<mark>), without any HTML from the text. */
