@@ -124,11 +124,15 @@ export class MessageList {
     const send = h('button', { type: 'button', class: 'button', 'data-testid': 'edit-send' }, 'Send');
     const cancel = h('button', { type: 'button', class: 'button subtle', 'data-testid': 'edit-cancel' }, 'Cancel');
     const editor = h('div', { class: 'editor', 'data-testid': 'editor' }, input, h('div', { class: 'editor-actions' }, cancel, send));
+    // The focus goes back to Edit (or, when the message can no longer be
+    // edited, to the list), never to nowhere; a sent edit then moves it on.
     const close = () => {
+      const had = editor.contains(document.activeElement);
       editor.remove();
       r.editor = null;
       r.body.hidden = false;
-      r.edit.hidden = false;
+      r.edit.hidden = !(r.shown?.canEdit ?? true);
+      if (had) (r.edit.hidden ? this.el : r.edit).focus();
     };
     const submit = () => {
       const value = input.value;
