@@ -193,7 +193,10 @@ export function mountApp(root: HTMLElement, client: TetherClient, uploads: Uploa
     toast(`${what} ${human.text}`, human.detail);
   }
 
-  // Escape closes the drawer when it is open, else stops the answer in progress.
+  // Escape closes the drawer when it is open. Else, and only while the
+  // message box is empty, it stops the answer in progress, as Stop does: a
+  // draft in the box, or the focus in another text field, means Escape was
+  // meant for the typing, and it must never throw an answer away.
   document.addEventListener('keydown', (ev) => {
     if (ev.key !== 'Escape' || ev.defaultPrevented || ev.isComposing || sidebar.busy) return;
     if (root.classList.contains('drawer-open')) {
@@ -202,6 +205,9 @@ export function mountApp(root: HTMLElement, client: TetherClient, uploads: Uploa
       ev.preventDefault();
       return;
     }
+    if (composer.input.value !== '') return;
+    const target = ev.target instanceof Element ? ev.target : null;
+    if (target !== composer.input && target?.closest('input, textarea, select, [contenteditable]:not([contenteditable="false"])')) return;
     const running = view.messages.find((m) => m.status === 'generating' && m.canCancel && m.task_id);
     if (running?.task_id) {
       ev.preventDefault();

@@ -223,7 +223,7 @@ export class Composer {
     this.button.disabled = this.busy || this.waiting + this.failed > 0 || this.input.value.trim() === '';
     this.el.dataset.busy = String(this.busy);
     this.hint.textContent = this.busy
-      ? 'An answer is in progress. Stop it or wait for it to finish.'
+      ? 'An answer is in progress. Stop it (Escape, with the box empty) or wait for it to finish.'
       : this.failed > 0
         ? `A file could not be uploaded: remove it${this.retryable > 0 ? ' or try it again' : ''} to send.`
         : this.waiting > 0
