@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/tether-dev/tether/internal/engine/enginetest"
 	"github.com/tether-dev/tether/internal/eventually"
+	"github.com/tether-dev/tether/internal/webui"
 )
 
 // TestHTTP walks the HTTP endpoints of PROTOCOL.md section 5.
@@ -259,6 +261,49 @@ func TestSSEBadInput(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != c.status || errCode(out) != c.code {
 			t.Errorf("%s (Last-Event-ID %q): %d %v, want %d %s", c.path, c.lastID, resp.StatusCode, out, c.status, c.code)
+		}
+	}
+}
+
+// TestConversationURLsServeTheUI: GET /c/<anything> is the UI's address of a
+// conversation (a bookmark, a new tab, F5): through the gateway's mux it gets
+// index.html with the same headers as "/", the session cookie included.
+func TestConversationURLsServeTheUI(t *testing.T) {
+	t.Parallel()
+	e := setup(t, func(o *envOptions) { o.anonymous = true; o.noRunner = true; o.gateway.UI = webui.Handler() })
+	get := func(path string) (*http.Response, string) {
+		t.Helper()
+		resp, err := http.Get(e.srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, string(b)
+	}
+	root, index := get("/")
+	if root.StatusCode != http.StatusOK || index == "" {
+		t.Fatalf("GET / = %d %q", root.StatusCode, index)
+	}
+	for _, path := range []string{"/c/" + newID(), "/c/not-a-uuid", "/c/"} {
+		resp, body := get(path)
+		if resp.StatusCode != http.StatusOK || body != index {
+			t.Errorf("GET %s = %d, body %d bytes, want index.html (%d bytes)", path, resp.StatusCode, len(body), len(index))
+		}
+		for _, name := range []string{"Content-Type", "Cache-Control", "X-Content-Type-Options", "Content-Security-Policy"} {
+			if got, want := resp.Header.Get(name), root.Header.Get(name); got != want {
+				t.Errorf("GET %s %s = %q, want %q as for /", path, name, got, want)
+			}
+		}
+		var session bool
+		for _, c := range resp.Cookies() {
+			session = session || c.Name == "tether_session"
+		}
+		if !session {
+			t.Errorf("GET %s set no session cookie, as / does for a new browser", path)
 		}
 	}
 }

@@ -80,3 +80,32 @@ func TestEmbedded(t *testing.T) {
 		t.Fatalf("GET / = %d (built: %v)", rec.Code, Built())
 	}
 }
+
+// TestConversationURLs: /c/<id> is the UI's address of a conversation; a
+// bookmark, a new tab or F5 there gets index.html with the same headers as
+// "/", whatever the id (the UI says "not found" for one that names nothing).
+func TestConversationURLs(t *testing.T) {
+	t.Parallel()
+	h := handler(builtFS)
+	root := serve(t, h, http.MethodGet, "/")
+	for _, target := range []string{
+		"/c/3f2a7c1e-9b4d-4e8a-8c2f-1a2b3c4d5e6f",
+		"/c/3f2a7c1e-9b4d-4e8a-8c2f-1a2b3c4d5e6f/",
+		"/c/not-a-uuid",
+		"/c/",
+		"/c/%E0%A4",
+	} {
+		rec := serve(t, h, http.MethodGet, target)
+		if rec.Code != http.StatusOK || rec.Body.String() != root.Body.String() {
+			t.Errorf("GET %s = %d %q, want index.html", target, rec.Code, rec.Body.String())
+		}
+		for _, name := range []string{"Content-Type", "Cache-Control", "X-Content-Type-Options", "Content-Security-Policy"} {
+			if got, want := rec.Header().Get(name), root.Header().Get(name); got != want {
+				t.Errorf("GET %s %s = %q, want %q as for /", target, name, got, want)
+			}
+		}
+	}
+	if rec := serve(t, h, http.MethodHead, "/c/3f2a7c1e-9b4d-4e8a-8c2f-1a2b3c4d5e6f"); rec.Code != http.StatusOK || rec.Body.Len() != 0 {
+		t.Errorf("HEAD /c/<id> = %d with %d body bytes", rec.Code, rec.Body.Len())
+	}
+}
