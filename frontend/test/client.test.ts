@@ -4,13 +4,13 @@ import { StorageKeys } from '../src/lib/storage';
 import type { ClientMessage, Message, Task } from '../src/lib/protocol';
 import { FakeBus, FakePlatform, MemoryStorage, mkTask, seqUUID, type FakeChannel } from './fakes';
 
-function setup(opts: { storage?: MemoryStorage; channel?: FakeChannel | null; pageSize?: number } = {}) {
+function setup(opts: { storage?: MemoryStorage; channel?: FakeChannel | null; pageSize?: number; open?: string } = {}) {
   const p = new FakePlatform();
   const storage = opts.storage ?? new MemoryStorage();
   const client = new TetherClient({ platform: p, storage, channel: opts.channel ?? null, uuid: seqUUID(), url: 'ws://x/v1/ws', pingIntervalMs: 0, pageSize: opts.pageSize });
   const views: ConversationView[] = [];
   client.events.on('view', (v) => views.push(v));
-  const started = client.start();
+  const started = client.start(opts.open);
   // The client sends a view once a frame: paint one, then read the last view.
   const last = () => {
     p.frame();
@@ -308,6 +308,44 @@ describe('TetherClient restore', () => {
     p.socket.push({ type: 'error', req: h.req, code: 'not_found', message: 'no such conversation' });
     await started;
     expect(last()).toMatchObject({ loaded: true, messages: [], hasOlder: false, error: null });
+  });
+
+  it('opens the conversation the URL names instead of the stored one', async () => {
+    const storage = new MemoryStorage();
+    storage.setItem(StorageKeys.conversation, 'c1');
+    const { p, client, started, last } = setup({ storage, open: 'c2' });
+    p.socket.open();
+    expect(req(p, 'history').conversation_id).toBe('c2');
+    answerHistory(p, pair('t2', 2).map((m) => ({ ...m, conversation_id: 'c2' })));
+    await started;
+    expect(client.conversationId).toBe('c2');
+    expect(client.conversationMissing).toBe(false);
+    expect(last()).toMatchObject({ id: 'c2', loaded: true });
+    expect(storage.getItem(StorageKeys.conversation)).toBe('c2');
+  });
+
+  it('says a conversation the URL names is missing, and keeps the stored pointer off it', async () => {
+    const storage = new MemoryStorage();
+    storage.setItem(StorageKeys.conversation, 'c1');
+    const { p, client, started } = setup({ storage, open: 'theirs' });
+    expect(client.conversationMissing).toBe(false); // not asked yet
+    p.socket.open();
+    p.socket.push({ type: 'error', req: req(p, 'history').req, code: 'not_found', message: 'no such conversation' });
+    await started;
+    expect(client.conversationId).toBe('theirs');
+    expect(client.conversationMissing).toBe(true);
+    expect(storage.getItem(StorageKeys.conversation)).toBe('c1');
+  });
+
+  it('a new conversation, or one with a submit of this tab, is never missing', async () => {
+    const { p, client, started } = setup();
+    p.socket.open();
+    p.socket.push({ type: 'error', req: req(p, 'history').req, code: 'not_found', message: 'no such conversation' });
+    await started;
+    client.newConversation();
+    expect(client.conversationMissing).toBe(false);
+    client.submit('hello');
+    expect(client.conversationMissing).toBe(false);
   });
 
   it('makes and stores a conversation id when none is stored', async () => {

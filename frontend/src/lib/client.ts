@@ -133,13 +133,15 @@ export class TetherClient {
    * Connects and restores what the stored pointers name: the open
    * conversation (newest history page), the task the tab waited for and any
    * submit not yet confirmed. Resolves once the newest history page is in.
+   * conversationId, when given (the page's URL names one), is opened in
+   * place of the stored one.
    */
-  async start(): Promise<void> {
+  async start(conversationId?: string): Promise<void> {
     if (this.started) return;
     this.started = true;
     if (this.channel) this.unlisten.push(this.channel.listen((m) => this.otherTabs.receive(m)));
     this.connection.start();
-    await this.restore();
+    await this.restore(conversationId);
   }
 
   /** Closes the connection and the tab channel. */
@@ -151,8 +153,9 @@ export class TetherClient {
     this.started = false;
   }
 
-  private async restore(): Promise<void> {
-    this.thread.show(this.pointers.conversation() ?? this.uuid(), false);
+  private async restore(conversationId?: string): Promise<void> {
+    const stored = this.pointers.conversation();
+    this.thread.show(conversationId ?? stored ?? this.uuid(), false);
     const active = this.pointers.active();
     const pending = this.pointers.pending();
     // Show unconfirmed submits of this conversation at once, as the tab did before the reload.
@@ -171,6 +174,10 @@ export class TetherClient {
     this.model.invalidate();
     this.list.load();
     await this.thread.loadNewest();
+    // A URL that named nothing of this user's must not become what `/` opens
+    // next time (a send there would go into another user's conversation):
+    // the stored pointer stays as it was, or names a new chat.
+    if (conversationId !== undefined && this.thread.id === conversationId && this.thread.missing) this.pointers.setConversation(stored ?? this.uuid());
   }
 
   // ---- reads ----------------------------------------------------------------
@@ -181,6 +188,15 @@ export class TetherClient {
 
   get conversationId(): string {
     return this.thread.id;
+  }
+
+  /**
+   * Whether the open conversation is not on the server for this user and has
+   * nothing sent from here (true only once its history was asked for): a
+   * URL that names it shows "not found".
+   */
+  get conversationMissing(): boolean {
+    return this.thread.loaded && this.thread.missing;
   }
 
   get conversations(): ConversationItem[] {

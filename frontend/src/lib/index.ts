@@ -48,6 +48,7 @@ export {
 } from './uploads';
 export { browserFileVault, memoryFileVault, browserLocks, browserUploadPlatform, listenDrafts } from './uploads-browser';
 export { randomUUID } from './uuid';
+export { parseRoute, conversationPath, startConversation, type Route } from './routes';
 export { describeError, describeTaskError, describeTooLong, type HumanError } from './errortext';
 export { nextAnnouncement, speakable, type Announcement } from './sentences';
 export * from './protocol';

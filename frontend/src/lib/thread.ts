@@ -34,6 +34,7 @@ export class Thread {
   private older = false;
   private loadingOlderPage = false;
   private historyError: string | null = null;
+  private absent = false;
   private gen = 0;
 
   constructor(
@@ -58,6 +59,14 @@ export class Thread {
   get loadingOlder(): boolean {
     return this.loadingOlderPage;
   }
+  /**
+   * The server has no such conversation of this user's and the tab has sent
+   * nothing into it yet: a new chat not yet submitted into, or an id that is
+   * another user's or nobody's (the server does not say which).
+   */
+  get missing(): boolean {
+    return this.absent && this.list.length === 0;
+  }
   /** Why history could not be loaded, if it could not. */
   get error(): string | null {
     return this.historyError;
@@ -79,6 +88,7 @@ export class Thread {
     this.older = false;
     this.loadingOlderPage = false;
     this.historyError = null;
+    this.absent = false;
     this.changed();
   }
 
@@ -97,6 +107,7 @@ export class Thread {
         this.older = r.next !== null;
       }
       this.historyError = null;
+      this.absent = false;
     } catch (err) {
       if (gen !== this.gen) return;
       if (err instanceof TetherError && err.code === 'not_found') {
@@ -105,6 +116,7 @@ export class Thread {
         this.older = false;
         this.olderCursor = null;
         this.historyError = null;
+        this.absent = true;
       } else {
         this.historyError = errText(err);
       }
