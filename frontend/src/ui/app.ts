@@ -1,4 +1,5 @@
 import { describeError, describeTooLong, Limits, TetherClient, TetherError, utf8ByteLength, type ConversationItem, type ConversationView, type Uploads } from '../lib';
+import { Address } from './address';
 import { Composer } from './composer';
 import { h, text } from './dom';
 import { Indicator } from './indicator';
@@ -18,13 +19,9 @@ export function mountApp(root: HTMLElement, client: TetherClient, uploads: Uploa
   const sidebar = new Sidebar({
     open: (id) => {
       closeDrawer();
-      void client.openConversation(id);
+      address.open(id);
     },
-    create: () => {
-      closeDrawer();
-      client.newConversation();
-      composer.input.focus();
-    },
+    create: () => newChat(),
     more: () => void client.loadMoreConversations(),
     rename: async (id, title) => {
       try {
@@ -94,6 +91,7 @@ export function mountApp(root: HTMLElement, client: TetherClient, uploads: Uploa
         // The submit, with its attachments, is stored before the composer
         // lets go of them: a reload in between loses neither.
         client.submit(value, conv, attachments);
+        address.sent(conv);
         uploads.take(conv);
         messages.toBottom();
         composer.input.focus();
@@ -119,12 +117,28 @@ export function mountApp(root: HTMLElement, client: TetherClient, uploads: Uploa
   const noticeMore = h('details', { class: 'error-more' }, h('summary', {}, 'Details'), noticeDetail);
   const notice = h('div', { class: 'notice', role: 'alert', 'data-testid': 'notice', hidden: true }, noticeText, noticeMore);
   const scrim = h('div', { class: 'scrim', 'aria-hidden': 'true' });
+  function newChat(): void {
+    closeDrawer();
+    client.newConversation();
+    address.opened();
+    composer.input.focus();
+  }
+  // Not found: the messages and the composer give way to the message and a New chat button.
+  const address = new Address(client, (on) => {
+    const hadFocus = composer.el.contains(document.activeElement);
+    messages.frame.hidden = on;
+    composer.el.hidden = on;
+    // The message box it had is gone: the focus goes to the way out.
+    if (on && hadFocus) address.notFound.querySelector('button')?.focus();
+    else if (!on && document.activeElement === document.body) composer.input.focus();
+    renderTitle();
+  }, newChat);
   scrim.addEventListener('click', closeDrawer);
 
   root.replaceChildren(
     sidebar.el,
     scrim,
-    h('main', { class: 'chat' }, h('header', { class: 'topbar' }, menu, title, indicator.el), messages.frame, notice, composer.el),
+    h('main', { class: 'chat' }, h('header', { class: 'topbar' }, menu, title, indicator.el), messages.frame, address.notFound, notice, composer.el),
   );
 
   let noticeTimer: number | undefined;
@@ -146,7 +160,7 @@ export function mountApp(root: HTMLElement, client: TetherClient, uploads: Uploa
 
   function renderTitle(): void {
     const c = list.find((x) => x.id === view.id);
-    const t = c?.title || (view.messages.length ? 'Conversation' : 'New conversation');
+    const t = address.isNotFound ? 'Not found' : c?.title || (view.messages.length ? 'Conversation' : 'New conversation');
     text(title, t);
     document.title = `${t} · Tether`;
   }
@@ -171,6 +185,7 @@ export function mountApp(root: HTMLElement, client: TetherClient, uploads: Uploa
   client.events.on('view', (v) => {
     const switched = v.id !== view.id;
     view = v;
+    address.sync(v);
     messages.render(v);
     composer.setBusy(v.busy);
     if (switched) {

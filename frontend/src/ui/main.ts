@@ -6,6 +6,7 @@ import {
   memoryFileVault,
   Paths,
   randomUUID,
+  startConversation,
   TetherClient,
   Uploads,
   uploadsEndpoint,
@@ -36,7 +37,8 @@ const uploads = new Uploads({
   listen: listenDrafts,
 });
 mountApp(document.getElementById('app')!, client, uploads);
-void client.start();
+// The URL names the conversation to open (F5, a bookmark, a new tab); `/` opens the stored one.
+void client.start(startConversation(location.pathname, randomUUID));
 uploads.start();
 void fetchMaxSize(endpoint).then((n) => uploads.setMaxSize(n));
 // For end-to-end tests and debugging in the console.

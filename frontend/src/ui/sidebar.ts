@@ -1,4 +1,4 @@
-import { groupByDate, type ConversationItem, type SearchState } from '../lib';
+import { conversationPath, groupByDate, type ConversationItem, type SearchState } from '../lib';
 import { attr, h, text } from './dom';
 import { icon } from './icons';
 
@@ -169,7 +169,15 @@ export class Sidebar {
       this.dialog.showModal();
       return;
     }
-    if (target.closest('input, .item-menu')) return;
+    if (target.closest('input, .item-menu')) {
+      // A click in the rename field is inside the title's link: it must not follow it.
+      if (target.closest('a')) ev.preventDefault();
+      return;
+    }
+    // The title is a link to /c/<id>: a click with a modifier (new tab, new
+    // window) is the browser's; a plain one opens the conversation in place.
+    if (ev.ctrlKey || ev.metaKey || ev.shiftKey || ev.altKey || ev.button !== 0) return;
+    ev.preventDefault();
     this.closeMenu(false);
     this.actions.open(id);
   }
@@ -376,7 +384,9 @@ export class Sidebar {
     return h(
       'li',
       { class: 'conversation', 'data-testid': testid, 'data-id': id, tabindex: '0' },
-      h('span', { class: 'item-text' }, h('span', { class: 'title' })),
+      // A real link, for middle-click and "open in new tab"; out of the tab
+      // order, as the row itself is the keyboard's stop (Enter opens it).
+      h('a', { class: 'item-text', href: conversationPath(id), tabindex: '-1', draggable: 'false' }, h('span', { class: 'title' })),
       h('span', { class: 'running-mark', 'aria-hidden': 'true' }),
       h('button', { type: 'button', class: 'item-menu-button', 'data-action': 'menu', 'data-testid': 'conversation-menu', 'aria-label': 'Conversation actions', 'aria-haspopup': 'menu', 'aria-expanded': 'false', 'aria-controls': menuId }, icon('more')),
       menu,
