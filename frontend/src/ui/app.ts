@@ -104,6 +104,13 @@ export function mountApp(root: HTMLElement, client: TetherClient, uploads: Uploa
     attach: (files) => {
       for (const problem of uploads.add(client.conversationId, files)) toast(problem);
     },
+    // A draft too long to send: the same text, byte for byte, as a file uploaded like any other.
+    attachText: (value) => {
+      const file = new File([value], 'message.txt', { type: 'text/plain;charset=utf-8' });
+      const problems = uploads.add(client.conversationId, [file]);
+      for (const problem of problems) toast(problem);
+      return problems.length === 0;
+    },
     pause: (key) => uploads.pause(key),
     resume: (key) => uploads.resume(key),
     remove: (key) => uploads.remove(key),

@@ -1,4 +1,4 @@
-import { formatBytes, type DraftView } from '../lib';
+import { draftSize, draftSizeAnnouncement, formatBytes, Limits, type DraftSizeLevel, type DraftView } from '../lib';
 import { attr, h, text } from './dom';
 import { icon } from './icons';
 
@@ -8,6 +8,8 @@ export interface ComposerActions {
   send(text: string): boolean;
   /** Files the user picked, dropped or pasted. */
   attach(files: File[]): void;
+  /** Attaches the text as a file (a draft too long to send); false when it was refused. */
+  attachText(text: string): boolean;
   pause(key: string): void;
   resume(key: string): void;
   remove(key: string): void;
@@ -31,6 +33,11 @@ interface Chip {
  * conversation has an answer in progress there is no way to send: the
  * button is disabled and says why, so a running task never gets a "send
  * again".
+ *
+ * Near the size limit (in UTF-8 bytes, PROTOCOL.md section 4) a counter
+ * shows; past it Send is disabled, the counter says why and offers to turn
+ * the draft into a text file attachment. A screen reader hears the counter
+ * only when it crosses a threshold, never on every key.
  */
 export class Composer {
   readonly el: HTMLFormElement;
@@ -48,6 +55,12 @@ export class Composer {
   /** Failed files that trying again may fix. */
   private retryable = 0;
   private depth = 0;
+  private readonly size: HTMLElement;
+  private readonly sizeText: HTMLElement;
+  private readonly sizeReason: HTMLElement;
+  private readonly sizeSaid: HTMLElement;
+  private readonly asFile: HTMLButtonElement;
+  private level: DraftSizeLevel = 'quiet';
 
   constructor(private readonly actions: ComposerActions) {
     this.input = h('textarea', { rows: '1', placeholder: 'Message Tether', 'aria-label': 'Message', 'data-testid': 'composer-input', enterkeyhint: 'send' });
@@ -56,8 +69,17 @@ export class Composer {
     const attachButton = h('button', { type: 'button', class: 'attach', 'aria-label': 'Attach files', title: 'Attach files', 'data-testid': 'attach-button' }, icon('clip'));
     this.drafts = h('div', { class: 'drafts', 'data-testid': 'draft-list', hidden: true });
     this.hint = h('div', { class: 'hint', 'data-testid': 'composer-hint' });
-    this.box = h('div', { class: 'composer-box' }, this.drafts, h('div', { class: 'composer-row' }, attachButton, this.file, this.input, this.button));
-    this.el = h('form', { class: 'composer', 'data-testid': 'composer' }, this.box, this.hint);
+    this.sizeText = h('span', { class: 'size-text', 'data-testid': 'draft-size-text' });
+    this.sizeReason = h('span', { class: 'size-reason', 'data-testid': 'draft-size-reason' });
+    const asFile = (this.asFile = h('button', { type: 'button', class: 'size-file', 'data-testid': 'send-as-file' }, icon('file'), 'Attach as a file'));
+    this.size = h('div', { class: 'size', id: 'draft-size', 'data-testid': 'draft-size', hidden: true }, this.sizeText, this.sizeReason, asFile);
+    this.sizeSaid = h('div', { class: 'sr-only', 'aria-live': 'polite', 'data-testid': 'draft-size-announcer' });
+    this.box = h('div', { class: 'composer-box' }, this.drafts, h('div', { class: 'composer-row' }, attachButton, this.file, this.input, this.button), this.size);
+    this.el = h('form', { class: 'composer', 'data-testid': 'composer' }, this.box, this.hint, this.sizeSaid);
+    asFile.addEventListener('click', () => {
+      if (!actions.attachText(this.input.value)) return;
+      this.fill(attachedText);
+    });
 
     const send = () => {
       const value = this.input.value;
@@ -105,6 +127,15 @@ export class Composer {
     });
     this.wireDrop();
     this.sync();
+  }
+
+  /** Puts text in the box (an example prompt) with the caret at its end, ready to send. */
+  fill(value: string): void {
+    this.input.value = value;
+    this.grow();
+    this.sync();
+    this.input.focus();
+    this.input.setSelectionRange(value.length, value.length);
   }
 
   setBusy(busy: boolean): void {
@@ -220,7 +251,8 @@ export class Composer {
   }
 
   private sync(): void {
-    this.button.disabled = this.busy || this.waiting + this.failed > 0 || this.input.value.trim() === '';
+    const over = this.syncSize();
+    this.button.disabled = this.busy || this.waiting + this.failed > 0 || this.input.value.trim() === '' || over;
     this.el.dataset.busy = String(this.busy);
     this.hint.textContent = this.busy
       ? 'An answer is in progress. Stop it (Escape, with the box empty) or wait for it to finish.'
@@ -231,8 +263,32 @@ export class Composer {
           : 'Enter to send, Shift+Enter for a new line. Drop files here to attach them.';
   }
 
+  /** Shows the byte counter near the limit; true when the draft is over it. */
+  private syncSize(): boolean {
+    const s = draftSize(this.input.value, Limits.maxContentBytes);
+    const said = draftSizeAnnouncement(this.level, s);
+    if (said !== null) this.sizeSaid.textContent = said;
+    this.level = s.level;
+    this.size.hidden = s.level === 'quiet';
+    this.size.dataset.level = s.level;
+    if (this.sizeText.textContent !== s.label) this.sizeText.textContent = s.label;
+    this.sizeReason.textContent = s.level === 'over' ? 'Too long to send as a message.' : '';
+    this.asFile.hidden = s.level !== 'over';
+    if (s.level === 'over') {
+      this.button.setAttribute('aria-describedby', 'draft-size');
+      this.button.title = 'Too long to send as a message';
+    } else {
+      this.button.removeAttribute('aria-describedby');
+      this.button.removeAttribute('title');
+    }
+    return s.level === 'over';
+  }
+
   private grow(): void {
     this.input.style.height = 'auto';
     this.input.style.height = `${Math.min(this.input.scrollHeight, 200)}px`;
   }
 }
+
+/** What the box says once its text went into an attachment: a message needs some text. */
+export const attachedText = '(see the attached file)';
