@@ -203,6 +203,7 @@ export function mountApp(root: HTMLElement, client: TetherClient, uploads: Uploa
   });
   client.events.on('conversations', (l) => {
     list = l;
+    sidebar.loaded = true;
     sidebar.render(l, view.id, client.hasOlderConversations);
     renderTitle();
   });
