@@ -1,17 +1,18 @@
-import { describeError, describeTooLong, Limits, TetherClient, TetherError, utf8ByteLength, type ConversationItem, type ConversationView, type Uploads } from '../lib';
+import { describeError, describeTooLong, Limits, TetherClient, TetherError, utf8ByteLength, type ConversationItem, type ConversationView, type KeyValue, type Uploads } from '../lib';
 import { Address } from './address';
 import { Composer } from './composer';
 import { h, text } from './dom';
 import { Indicator } from './indicator';
 import { MessageList } from './messages';
 import { Sidebar } from './sidebar';
+import { ThemeButton } from './theme';
 
 /**
  * The chat UI: a thin layer that renders what the client and the upload
  * manager say and forwards what the user does. It holds no state of its own
  * that matters after a reload.
  */
-export function mountApp(root: HTMLElement, client: TetherClient, uploads: Uploads): void {
+export function mountApp(root: HTMLElement, client: TetherClient, uploads: Uploads, storage: KeyValue | null = null): void {
   let view: ConversationView = client.view();
   let list: ConversationItem[] = client.conversations;
 
@@ -118,6 +119,7 @@ export function mountApp(root: HTMLElement, client: TetherClient, uploads: Uploa
   const indicator = new Indicator(() => Date.now(), () => client.connection.reconnectNow());
   const menu = h('button', { type: 'button', class: 'menu-button', 'aria-label': 'Show conversations', 'aria-controls': 'sidebar', 'data-testid': 'menu-button' }, h('span', { 'aria-hidden': 'true' }, '☰'));
   menu.addEventListener('click', () => root.classList.toggle('drawer-open'));
+  const theme = new ThemeButton(storage);
   const title = h('h1', { class: 'chat-title', 'data-testid': 'chat-title' });
   const noticeText = h('span', { 'data-testid': 'notice-text' });
   const noticeDetail = h('code', { 'data-testid': 'notice-detail' });
@@ -145,7 +147,7 @@ export function mountApp(root: HTMLElement, client: TetherClient, uploads: Uploa
   root.replaceChildren(
     sidebar.el,
     scrim,
-    h('main', { class: 'chat' }, h('header', { class: 'topbar' }, menu, title, indicator.el), messages.frame, address.notFound, notice, composer.el),
+    h('main', { class: 'chat' }, h('header', { class: 'topbar' }, menu, title, indicator.el, theme.el), messages.frame, address.notFound, notice, composer.el),
   );
 
   let noticeTimer: number | undefined;
