@@ -6,6 +6,7 @@ import { Indicator } from './indicator';
 import { MessageList } from './messages';
 import { Sidebar } from './sidebar';
 import { ThemeButton } from './theme';
+import { exampleButtons } from './welcome';
 
 /**
  * The chat UI: a thin layer that renders what the client and the upload
@@ -120,6 +121,7 @@ export function mountApp(root: HTMLElement, client: TetherClient, uploads: Uploa
   const menu = h('button', { type: 'button', class: 'menu-button', 'aria-label': 'Show conversations', 'aria-controls': 'sidebar', 'data-testid': 'menu-button' }, h('span', { 'aria-hidden': 'true' }, '☰'));
   menu.addEventListener('click', () => root.classList.toggle('drawer-open'));
   const theme = new ThemeButton(storage);
+  messages.empty.append(exampleButtons((prompt) => composer.fill(prompt)));
   const title = h('h1', { class: 'chat-title', 'data-testid': 'chat-title' });
   const noticeText = h('span', { 'data-testid': 'notice-text' });
   const noticeDetail = h('code', { 'data-testid': 'notice-detail' });

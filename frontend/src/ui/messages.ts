@@ -60,7 +60,8 @@ export class MessageList {
   readonly el: HTMLElement;
   private readonly inner: HTMLElement;
   private readonly top: HTMLElement;
-  private readonly empty: HTMLElement;
+  /** What an empty conversation shows (the app adds its examples). */
+  readonly empty: HTMLElement;
   private readonly rows = new Map<string, Row>();
   private conversation = '';
   /** The list and the button that takes the reader back to the newest message. */
