@@ -2,6 +2,7 @@ import { describeError, describeTooLong, Limits, TetherClient, TetherError, utf8
 import { Address } from './address';
 import { Composer } from './composer';
 import { h, text } from './dom';
+import { icon } from './icons';
 import { Indicator } from './indicator';
 import { MessageList } from './messages';
 import { Sidebar } from './sidebar';
@@ -120,6 +121,9 @@ export function mountApp(root: HTMLElement, client: TetherClient, uploads: Uploa
   const indicator = new Indicator(() => Date.now(), () => client.connection.reconnectNow());
   const menu = h('button', { type: 'button', class: 'menu-button', 'aria-label': 'Show conversations', 'aria-controls': 'sidebar', 'data-testid': 'menu-button' }, h('span', { 'aria-hidden': 'true' }, '☰'));
   menu.addEventListener('click', () => root.classList.toggle('drawer-open'));
+  // At phone width the sidebar, with its New chat, is a drawer: the header has one too.
+  const newButton = h('button', { type: 'button', class: 'top-button new-top', 'aria-label': 'New chat', title: 'New chat', 'data-testid': 'header-new-conversation' }, icon('compose'));
+  newButton.addEventListener('click', () => newChat());
   const theme = new ThemeButton(storage);
   messages.empty.append(exampleButtons((prompt) => composer.fill(prompt)));
   const title = h('h1', { class: 'chat-title', 'data-testid': 'chat-title' });
@@ -149,7 +153,7 @@ export function mountApp(root: HTMLElement, client: TetherClient, uploads: Uploa
   root.replaceChildren(
     sidebar.el,
     scrim,
-    h('main', { class: 'chat' }, h('header', { class: 'topbar' }, menu, title, indicator.el, theme.el), messages.frame, address.notFound, notice, composer.el),
+    h('main', { class: 'chat' }, h('header', { class: 'topbar' }, menu, newButton, title, indicator.el, theme.el), messages.frame, address.notFound, notice, composer.el),
   );
 
   let noticeTimer: number | undefined;
