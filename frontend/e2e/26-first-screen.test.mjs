@@ -6,7 +6,8 @@
 // as a file" turns it into message.txt, uploaded with tus, whose bytes the
 // demo engine's /attachments answer proves exact. At phone width the header
 // has New chat. The theme button goes System → Light → Dark, holds over the
-// system's preference, is applied before the UI draws and survives a reload.
+// system's preference, is applied before the UI draws, survives a reload and
+// reaches another tab.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { test } from 'node:test';
@@ -147,8 +148,15 @@ test('first screen: examples, no conversations yet, byte counter and a file, pho
     await waitLoaded(page);
     assert.equal(await page.evaluate(() => window.name), 'theme-when-drawn:dark', 'the theme was on before the first drawing');
     assert.equal(await background(page), DARK, 'dark after a reload');
-    // And back to the system's: nothing kept.
+    // Another tab opens dark, and follows when this one goes back to the system's: nothing kept.
+    const other = await context.newPage();
+    await other.goto(sys.base + '/');
+    await waitLoaded(other);
+    assert.equal(await other.getAttribute('html', 'data-theme'), 'dark', 'another tab opens in the chosen theme');
     await page.click('[data-testid="theme-button"]');
+    await other.waitForFunction(() => document.documentElement.dataset.theme === undefined, null, { timeout: T.short });
+    assert.equal(await other.getAttribute('[data-testid="theme-button"]', 'aria-label'), 'Theme: system. Switch to light', 'and its button says so');
+    await other.close();
     assert.equal(await page.getAttribute('html', 'data-theme'), null);
     assert.equal(await page.evaluate(() => window.localStorage.getItem('tether.v1.theme')), null);
     assert.equal(await background(page), LIGHT, 'the system is light');

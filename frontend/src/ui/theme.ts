@@ -1,4 +1,4 @@
-import { nextTheme, readTheme, saveTheme, themeLabel, type KeyValue, type Theme } from '../lib';
+import { nextTheme, parseTheme, readTheme, saveTheme, StorageKeys, themeLabel, type KeyValue, type Theme } from '../lib';
 import { h } from './dom';
 import { icon } from './icons';
 
@@ -25,7 +25,8 @@ const themeIcon = { system: 'monitor', light: 'sun', dark: 'moon' } as const;
 /**
  * The header's theme button: each press goes System → Light → Dark →
  * System, kept in storage; its name says the theme now and what a press
- * does, and a live region says the new theme after a press.
+ * does, and a live region says the new theme after a press. A choice made
+ * in another tab applies here too.
  */
 export class ThemeButton {
   readonly el: HTMLElement;
@@ -44,6 +45,12 @@ export class ThemeButton {
       applyTheme(this.theme);
       this.draw();
       this.said.textContent = themeLabel(this.theme).now;
+    });
+    window.addEventListener('storage', (ev) => {
+      if (ev.key !== StorageKeys.theme && ev.key !== null) return;
+      this.theme = ev.key === null ? 'system' : parseTheme(ev.newValue);
+      applyTheme(this.theme);
+      this.draw();
     });
     this.draw();
   }
