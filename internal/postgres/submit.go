@@ -40,10 +40,10 @@ func (s *Store) Submit(ctx context.Context, req task.SubmitRequest) (_ task.Subm
 	if err := checkUser(req.UserID); err != nil {
 		return task.SubmitResult{}, err
 	}
-	if err := checkContent(req.Content); err != nil {
+	if req.Attachments, err = checkAttachmentIDs(req.Attachments); err != nil {
 		return task.SubmitResult{}, err
 	}
-	if req.Attachments, err = checkAttachmentIDs(req.Attachments); err != nil {
+	if err := checkContent(req.Content, len(req.Attachments)); err != nil {
 		return task.SubmitResult{}, err
 	}
 	if req.Preamble, err = checkPreamble(req.Preamble); err != nil {
@@ -249,7 +249,7 @@ func insertTask(ctx context.Context, tx pgx.Tx, req task.SubmitRequest, touch bo
 	if err != nil {
 		return task.Task{}, fmt.Errorf("insert messages: %w", err)
 	}
-	if err := attachUploads(ctx, tx, req.UserID, req.Attachments, userMsg.String(), now); err != nil {
+	if err := attachUploads(ctx, tx, req.UserID, req.ConversationID, req.Attachments, userMsg.String(), now); err != nil {
 		return task.Task{}, err
 	}
 	if touch {
