@@ -4,8 +4,9 @@
 // received (as /attachments does). Regenerating that answer makes a second
 // version that sends the same upload again and names the file again; editing
 // the message keeps its file (the editor shows it as a chip) and sends the
-// new text with it, and the edited turn's answer lists the file. F5 keeps
-// it all, and the database holds one upload held by three messages.
+// new text with it, and the edited turn's answer lists the file. The
+// conversation is called after the file. F5 keeps it all, and the database
+// holds one upload held by three messages.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { test } from 'node:test';
@@ -52,6 +53,8 @@ test('a file is sent without text, and its turn is regenerated and edited with t
     await page.waitForSelector(`${row}.files-only [data-testid="attachment-chip"][data-id="${upload}"]`, { timeout: T.short });
     assert.equal(await page.isVisible(`${row} [data-testid="message-content"]`), false, 'no empty bubble');
     assert.equal(await page.textContent(`${row} [data-testid="attachment-chip"] .chip-name`), NAME);
+    // The conversation is called after its file, here and in the list the server sends.
+    await page.waitForFunction((name) => document.querySelector('[data-testid="chat-title"]')?.textContent === name, NAME, { timeout: T.short });
     await threeShots(page, '25-files-without-text');
 
     // Regenerate: a second version with the same (empty) text and the same upload.
@@ -97,6 +100,7 @@ test('a file is sent without text, and its turn is regenerated and edited with t
     await page.waitForSelector(`${userRow(first)}.files-only [data-testid="attachment-chip"][data-id="${upload}"]`, { timeout: T.short });
 
     const conv = await page.evaluate(() => window.tether.conversationId);
+    assert.equal(await sys.sql(`SELECT title FROM conversations WHERE id = '${conv}'`), NAME, 'the stored title is the file’s name');
     const rows = await sys.rows(`SELECT m.task_id, m.content, a.upload_id FROM messages m JOIN message_attachments a ON a.message_id = m.id WHERE m.conversation_id = '${conv}' ORDER BY m.created_at, m.id`);
     t.diagnostic(`held: ${JSON.stringify(rows)}`);
     assert.deepEqual(rows, [[first, '', upload], [second, '', upload], [third, '/attachments', upload]], 'one upload, held by each version');

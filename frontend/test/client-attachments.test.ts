@@ -111,6 +111,8 @@ describe('TetherClient attachments', () => {
     const id = client.submit(' \n ', client.conversationId, [A]);
     expect(req(p, 'submit')).toMatchObject({ task_id: id, content: '', attachments: [A.id] });
     expect(last().messages[0]).toMatchObject({ role: 'user', content: '', attachments: [A] });
+    // Its conversation is called after the file, as the server will call it.
+    expect(client.conversations[0]).toMatchObject({ id: client.conversationId, title: 'notes.txt' });
   });
 
   it('regenerates and edits a turn with files: the new version sends the same files', async () => {

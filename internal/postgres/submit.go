@@ -182,11 +182,20 @@ func submit(ctx context.Context, tx pgx.Tx, req task.SubmitRequest, now time.Tim
 // ensureConversation creates the conversation of a submit (created true) or
 // checks that the existing one is the user's.
 func ensureConversation(ctx context.Context, tx pgx.Tx, req task.SubmitRequest, now time.Time) (created bool, err error) {
+	// A message of files alone names the conversation after its first file.
+	var firstFile string
+	if len(req.Attachments) > 0 {
+		err := tx.QueryRow(ctx, `SELECT name FROM uploads WHERE id = $1 AND user_id = $2`,
+			req.Attachments[0], req.UserID).Scan(&firstFile)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return false, fmt.Errorf("read the first attachment's name: %w", err)
+		}
+	}
 	tag, err := tx.Exec(ctx, `
 		INSERT INTO conversations (id, user_id, title, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $4)
 		ON CONFLICT (id) DO NOTHING`,
-		req.ConversationID, req.UserID, title(req.Content), now)
+		req.ConversationID, req.UserID, task.TitleWithFile(req.Content, firstFile), now)
 	if err != nil {
 		return false, fmt.Errorf("create conversation %s: %w", req.ConversationID, err)
 	}

@@ -360,8 +360,8 @@ func TestFilesWithoutText(t *testing.T) {
 		t.Fatalf("history: %+v", msgs)
 	}
 	convs, _, err := s.Conversations(ctx, "ann", task.Page{})
-	if err != nil || len(convs) != 1 || convs[0].Title != task.Title("") {
-		t.Fatalf("title of a conversation that began with a file: %+v %v", convs, err)
+	if err != nil || len(convs) != 1 || convs[0].Title != "a.txt" {
+		t.Fatalf("a conversation that began with a file is called after it: %+v %v", convs, err)
 	}
 }
 

@@ -152,7 +152,7 @@ export class Submits {
     st.cancelling = false;
     st.task = undefined;
     tasks.set(st);
-    this.p.list.touch(conv, titleFrom(content), taskId, nowISO(this.p.platform));
+    this.p.list.touch(conv, titleFrom(content, attachments[0]?.name), taskId, nowISO(this.p.platform));
     tasks.changed(st);
     this.p.channel?.post({ kind: 'retry', ...submit });
     this.p.subscriptions.follow(taskId, submit);
@@ -173,7 +173,7 @@ export class Submits {
     this.p.thread.addLocal(p, now);
     const existing = list.find(p.conversation_id);
     if (!fromStore || !existing || existing.active_task_id !== p.task_id) {
-      list.touch(p.conversation_id, existing?.title || titleFrom(p.content), p.task_id, now);
+      list.touch(p.conversation_id, existing?.title || titleFrom(p.content, p.attachments?.[0]?.name), p.task_id, now);
     }
     tasks.changed(st);
   }
