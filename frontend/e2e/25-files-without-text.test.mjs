@@ -5,8 +5,9 @@
 // version that sends the same upload again and names the file again; editing
 // the message keeps its file (the editor shows it as a chip) and sends the
 // new text with it, and the edited turn's answer lists the file. The
-// conversation is called after the file. F5 keeps it all, and the database
-// holds one upload held by three messages.
+// conversation is called after the file. Another edit removes the file's
+// chip in the editor and sends the text alone. F5 keeps it all, and the
+// database holds one upload held by three messages.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { test } from 'node:test';
@@ -91,11 +92,29 @@ test('a file is sent without text, and its turn is regenerated and edited with t
     assert.equal(await page.isVisible(`${userRow(third)} [data-testid="attachment-chip"][data-id="${upload}"]`), true, 'the edited message shows its file');
     await threeShots(page, '25-files-without-text-edited');
 
-    // F5: history has the same three versions, each with its file.
+    // An edit may leave the file out: remove its chip in the editor.
+    await page.click(`${userRow(third)} [data-testid="edit-button"]`);
+    await page.click(`${userRow(third)} [data-testid="edit-attachment-remove"]`);
+    await page.waitForSelector(`${userRow(third)} [data-testid="edit-attachments"][hidden]`, { state: 'attached', timeout: T.short });
+    await page.click(`${userRow(third)} [data-testid="edit-send"]`);
+    await page.waitForFunction((id) => window.__sent.filter((m) => m.type === 'submit').at(-1)?.task_id !== id, third, { timeout: T.short });
+    const without = await lastSubmit(page);
+    assert.equal(without.content, '/attachments');
+    assert.equal(without.attachments, undefined, 'no files this time');
+    const fourth = without.task_id;
+    await waitStatus(page, fourth, 'done');
+    assert.equal(await answerText(page, fourth), 'no attachments');
+    await page.waitForSelector(`${switcher(fourth)}[data-index="4"][data-count="4"]`, { timeout: T.short });
+    assert.equal(await page.isVisible(`${userRow(fourth)} [data-testid="message-attachments"]`), false, 'and no chip');
+
+    // F5: history has the same four versions, the first three with the file.
     await page.reload();
     await waitLoaded(page);
-    await page.waitForSelector(`${switcher(third)}[data-count="3"]`, { timeout: T.short });
+    await page.waitForSelector(`${switcher(fourth)}[data-count="4"]`, { timeout: T.short });
+    await page.click(`${switcher(fourth)} [data-testid="version-prev"]`);
+    await page.waitForSelector(`${userRow(third)} [data-testid="attachment-chip"][data-id="${upload}"]`, { timeout: T.short });
     await page.click(`${switcher(third)} [data-testid="version-prev"]`);
+    await page.waitForSelector(`${switcher(second)}[data-index="2"]`, { timeout: T.short });
     await page.click(`${switcher(second)} [data-testid="version-prev"]`);
     await page.waitForSelector(`${userRow(first)}.files-only [data-testid="attachment-chip"][data-id="${upload}"]`, { timeout: T.short });
 
