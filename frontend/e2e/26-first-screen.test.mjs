@@ -88,11 +88,11 @@ test('first screen: examples, no conversations yet, byte counter and a file, pho
     await page.waitForSelector('[data-testid="send-as-file"]:visible', { timeout: T.short });
     await threeShots(page, '26-first-screen-too-long');
 
-    // One click: the draft becomes message.txt, uploaded; the box keeps a short text.
+    // One click: the draft becomes message.txt, uploaded; the box is empty, and the file alone can go.
     await page.click('[data-testid="send-as-file"]');
     await page.waitForSelector('[data-testid="draft"][data-state="done"]', { timeout: T.long });
     assert.equal(await page.textContent('[data-testid="draft-name"]'), 'message.txt');
-    assert.equal(await page.inputValue(sel.input), '(see the attached file)');
+    assert.equal(await page.inputValue(sel.input), '');
     assert.equal(await visible(page, '[data-testid="draft-size"]'), false, 'the counter is gone');
     assert.equal(await page.textContent('[data-testid="draft-size-announcer"]'), 'The message fits again.');
     assert.equal(await page.isDisabled('[data-testid="send-button"]'), false, 'it can be sent');

@@ -62,14 +62,14 @@ export function mountApp(root: HTMLElement, client: TetherClient, uploads: Uploa
         toast(err instanceof Error ? err.message : String(err));
       }
     },
-    edit: (id, content) => {
+    edit: (id, content, attachments) => {
       const bytes = utf8ByteLength(content);
       if (bytes > Limits.maxContentBytes) {
         toast(describeTooLong(bytes, Limits.maxContentBytes).text);
         return;
       }
       try {
-        client.editAndResend(id, content);
+        client.editAndResend(id, content, attachments);
         composer.input.focus();
       } catch (err) {
         toast(err instanceof Error ? err.message : String(err));

@@ -29,7 +29,8 @@ interface Chip {
  * The message box: Enter sends, Shift+Enter adds a line. Files come in by
  * the attach button, by dropping them on the box or by pasting; each shows
  * as a chip with its progress bar and pause/resume and remove buttons, and
- * the message can be sent once every file is uploaded. While the open
+ * the message can be sent once every file is uploaded; files alone, without
+ * text, are a message too. While the open
  * conversation has an answer in progress there is no way to send: the
  * button is disabled and says why, so a running task never gets a "send
  * again".
@@ -54,6 +55,8 @@ export class Composer {
   private failed = 0;
   /** Failed files that trying again may fix. */
   private retryable = 0;
+  /** Files uploaded and ready to go: enough to send without text. */
+  private ready = 0;
   private depth = 0;
   private readonly size: HTMLElement;
   private readonly sizeText: HTMLElement;
@@ -78,12 +81,12 @@ export class Composer {
     this.el = h('form', { class: 'composer', 'data-testid': 'composer' }, this.box, this.hint, this.sizeSaid);
     asFile.addEventListener('click', () => {
       if (!actions.attachText(this.input.value)) return;
-      this.fill(attachedText);
+      this.fill('');
     });
 
     const send = () => {
       const value = this.input.value;
-      if (this.busy || this.waiting + this.failed > 0 || value.trim() === '') return;
+      if (!this.canSend()) return;
       if (actions.send(value)) {
         this.input.value = '';
         this.grow();
@@ -169,6 +172,7 @@ export class Composer {
     this.waiting = list.filter((d) => d.state === 'uploading' || d.state === 'paused').length;
     this.failed = list.filter((d) => d.state === 'failed').length;
     this.retryable = list.filter((d) => d.state === 'failed' && !d.final).length;
+    this.ready = list.filter((d) => d.state === 'done').length;
     this.sync();
   }
 
@@ -250,9 +254,14 @@ export class Composer {
     });
   }
 
+  /** Nothing holds the message back, and there is something to send: text, or files. */
+  private canSend(): boolean {
+    return !this.busy && this.waiting + this.failed === 0 && (this.input.value.trim() !== '' || this.ready > 0);
+  }
+
   private sync(): void {
     const over = this.syncSize();
-    this.button.disabled = this.busy || this.waiting + this.failed > 0 || this.input.value.trim() === '' || over;
+    this.button.disabled = !this.canSend() || over;
     this.el.dataset.busy = String(this.busy);
     this.hint.textContent = this.busy
       ? 'An answer is in progress. Stop it (Escape, with the box empty) or wait for it to finish.'
@@ -289,6 +298,3 @@ export class Composer {
     this.input.style.height = `${Math.min(this.input.scrollHeight, 200)}px`;
   }
 }
-
-/** What the box says once its text went into an attachment: a message needs some text. */
-export const attachedText = '(see the attached file)';
