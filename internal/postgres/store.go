@@ -34,6 +34,8 @@ type Store struct {
 	// poolCfg is what pool was made from; migrations run on a pool of
 	// their own made from it.
 	poolCfg *pgxpool.Config
+	// batch groups concurrent submits into one statement (batch.go).
+	batch batcher
 }
 
 var (
@@ -105,8 +107,12 @@ func (s *Store) Ping(ctx context.Context) (err error) {
 	return nil
 }
 
-// Close closes the pool; it waits for connections in use to be returned.
-func (s *Store) Close() { s.pool.Close() }
+// Close fails the submits still waiting for a batch, then closes the pool;
+// it waits for connections in use (batches in flight) to be returned.
+func (s *Store) Close() {
+	s.batch.close()
+	s.pool.Close()
+}
 
 // Pool exposes the pool, for tests that look at rows directly.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tether-dev/tether/internal/task"
 )
@@ -26,7 +25,9 @@ func errInUse() error {
 // attachments and preamble are all the same (resubmit). The unique key
 // on the task id decides between concurrent submits of one id: the insert
 // does nothing when the row exists, and the existing row is then read under
-// a lock.
+// a lock. A new task without attachments is first tried in a group commit
+// with the submits made at the same time (batch.go); whatever it did not
+// write is decided here, in a transaction of its own.
 func (s *Store) Submit(ctx context.Context, req task.SubmitRequest) (_ task.SubmitResult, err error) {
 	defer classify(&err)
 	taskID, err := parseID("task id", req.TaskID)
@@ -52,7 +53,7 @@ func (s *Store) Submit(ctx context.Context, req task.SubmitRequest) (_ task.Subm
 	req.TaskID, req.ConversationID = taskID, convID
 
 	if len(req.Attachments) == 0 {
-		created, ok, err := s.submitNew(ctx, req)
+		created, ok, err := s.submitBatched(ctx, req)
 		if err != nil {
 			return task.SubmitResult{}, fmt.Errorf("submit task %s: %w", taskID, err)
 		}
@@ -72,78 +73,7 @@ func (s *Store) Submit(ctx context.Context, req task.SubmitRequest) (_ task.Subm
 	return res, nil
 }
 
-// submitNew is the common submit, a new task without attachments, as one
-// statement: one round trip and one commit instead of a transaction of
-// seven. It writes everything the full transaction would (the task, its
-// transition, the user message and the assistant placeholder, and the
-// conversation, created or touched) or nothing at all: the task is inserted
-// first, unless its id is taken or the conversation is known to be another
-// user's, and everything else is made from its RETURNING. The composite key
-// tasks (conversation_id, user_id) -> conversations refuses a task in
-// another user's conversation that appears concurrently, failing the whole
-// statement. Whenever nothing was written, the full transaction decides. It
-// returns how many tasks it created (0 or 1): the created row is known
-// without reading it back (newTask). It never decides whether a submit
-// repeats an existing task: it only inserts a new id.
-const submitNew = `
-	WITH t AS (
-		INSERT INTO tasks (id, user_id, conversation_id, assistant_message_id, status, attempt,
-			submit_attempt, seq, progress, input, output, created_at, updated_at, attachments, preamble)
-		SELECT $1::uuid, $2::text, $3::uuid, $4::uuid, 'pending', 1, 1, 0, 0, $6::text, '',
-			$7::timestamptz, $7::timestamptz, '{}', $9::jsonb
-		WHERE NOT EXISTS (SELECT 1 FROM conversations WHERE id = $3::uuid AND user_id <> $2::text)
-		ON CONFLICT (id) DO NOTHING
-		RETURNING id, conversation_id, user_id),
-	c AS (
-		INSERT INTO conversations (id, user_id, title, created_at, updated_at)
-		SELECT conversation_id, user_id, $8::text, $7::timestamptz, $7::timestamptz FROM t
-		ON CONFLICT (id) DO UPDATE SET updated_at = greatest(conversations.updated_at, excluded.updated_at)
-		WHERE conversations.user_id = excluded.user_id),
-	tr AS (
-		INSERT INTO task_transitions (task_id, attempt, from_status, to_status, reason, at)
-		SELECT id, 1, NULL, 'pending', '` + task.ReasonSubmitted + `', $7::timestamptz FROM t),
-	m AS (
-		INSERT INTO messages (id, conversation_id, role, content, task_id, status, created_at)
-		SELECT v.id, t.conversation_id, v.role, v.content, t.id, v.status, $7::timestamptz
-		FROM t, (VALUES ($5::uuid, 'user', $6::text, NULL::text),
-		                ($4::uuid, 'assistant', '', '` + task.MessageGenerating + `')) AS v (id, role, content, status))
-	SELECT count(*) FROM t`
-
-// submitNew runs the one-statement submit; ok is false when it wrote
-// nothing (the full transaction then decides).
-func (s *Store) submitNew(ctx context.Context, req task.SubmitRequest) (task.Task, bool, error) {
-	// Made in this order, the user message's UUIDv7 sorts before the
-	// placeholder's; both share created_at.
-	userMsg, err := uuid.NewV7()
-	if err != nil {
-		return task.Task{}, false, fmt.Errorf("make message id: %w", err)
-	}
-	assistantMsg, err := uuid.NewV7()
-	if err != nil {
-		return task.Task{}, false, fmt.Errorf("make message id: %w", err)
-	}
-	preamble, err := encodePreamble(req.Preamble)
-	if err != nil {
-		return task.Task{}, false, err
-	}
-	now := s.now()
-	var n int
-	err = s.pool.QueryRow(ctx, submitNew, req.TaskID, req.UserID, req.ConversationID,
-		assistantMsg.String(), userMsg.String(), req.Content, now, title(req.Content), preamble).Scan(&n)
-	var pgErr *pgconn.PgError
-	switch {
-	case errors.As(err, &pgErr) && pgErr.Code == foreignKeyViolation:
-		// Another user's conversation appeared meanwhile.
-		return task.Task{}, false, nil
-	case err != nil:
-		return task.Task{}, false, fmt.Errorf("insert task: %w", err)
-	case n == 0:
-		return task.Task{}, false, nil
-	}
-	return newTask(req, now), true, nil
-}
-
-// newTask is the row submitNew inserts, as scanTask would read it back.
+// newTask is the row submitBatch inserts, as scanTask would read it back.
 func newTask(req task.SubmitRequest, now time.Time) task.Task {
 	return task.Task{ID: req.TaskID, ConversationID: req.ConversationID, UserID: req.UserID,
 		Status: task.StatusPending, Attempt: 1, Input: req.Content, CreatedAt: now, UpdatedAt: now,
