@@ -123,7 +123,12 @@ func (s *Store) runBatch(ctx context.Context, batch []*pendingSubmit) {
 	for _, p := range batch {
 		close(p.done)
 	}
-	b := &s.batch
+	s.batch.handOver()
+}
+
+// handOver ends a batch's turn: the submits queued meanwhile become the
+// next batch, run by the first of them, or the slot is free.
+func (b *batcher) handOver() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.queue) == 0 {

@@ -57,3 +57,23 @@ func Classify(err error) error {
 	classify(&err)
 	return err
 }
+
+// HoldBatches takes every batch slot, so that submits queue (and go
+// together in one batch) until release is called.
+func (s *Store) HoldBatches() (release func()) {
+	s.batch.mu.Lock()
+	s.batch.inflight += maxBatches
+	s.batch.mu.Unlock()
+	return func() {
+		for range maxBatches {
+			s.batch.handOver()
+		}
+	}
+}
+
+// QueuedSubmits is how many submits wait for a batch.
+func (s *Store) QueuedSubmits() int {
+	s.batch.mu.Lock()
+	defer s.batch.mu.Unlock()
+	return len(s.batch.queue)
+}
