@@ -38,6 +38,52 @@ func BenchmarkSubmitNew(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "submits/s")
 }
 
+// BenchmarkSubmitNewMany: new tasks from 16 goroutines a core, as a burst
+// of tabs makes them: what group commit is for.
+func BenchmarkSubmitNewMany(b *testing.B) {
+	s := benchStore(b)
+	ctx := context.Background()
+	b.SetParallelism(16)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			_, err := s.Submit(ctx, task.SubmitRequest{UserID: "alice", TaskID: newID(),
+				ConversationID: newID(), Content: "a question of average length for a chat"})
+			if err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "submits/s")
+}
+
+// BenchmarkRawInsert is the baseline of the submit benchmarks (as in
+// cmd/bench): one row a submit, INSERT … ON CONFLICT, from as many
+// goroutines as BenchmarkSubmitNew.
+func BenchmarkRawInsert(b *testing.B) {
+	s := benchStore(b)
+	ctx := context.Background()
+	_, err := s.Pool().Exec(ctx, `CREATE TABLE bench_insert (id uuid PRIMARY KEY, user_id text NOT NULL,
+		conversation_id uuid NOT NULL, content text NOT NULL, created_at timestamptz NOT NULL)`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetParallelism(4)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			_, err := s.Pool().Exec(ctx, `INSERT INTO bench_insert (id, user_id, conversation_id, content, created_at)
+				VALUES ($1, $2, $3, $4, now()) ON CONFLICT (id) DO NOTHING`,
+				newID(), "alice", newID(), "a question of average length for a chat")
+			if err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "inserts/s")
+}
+
 // BenchmarkSubmitContended: every goroutine submits the same id (a
 // double-click storm): all but the first are lookups under the row lock.
 func BenchmarkSubmitContended(b *testing.B) {
