@@ -25,8 +25,8 @@ import (
 // A batch only ever inserts new ids (submitBatch); each caller is answered
 // from its own row. A submit whose row was not written (its id exists, its
 // conversation is another user's, the batch met another user's conversation
-// that appeared meanwhile) is decided by the full transaction, exactly as a
-// lone submit would be. Nothing is answered before the batch's commit
+// that appeared meanwhile, any other refusal of the statement) is decided
+// by the full transaction, exactly as a lone submit would be. Nothing is answered before the batch's commit
 // returns: if it fails, every caller of the batch gets the error
 // (unavailable when the database is unreachable), never a success.
 const (
@@ -254,11 +254,15 @@ func (s *Store) writeBatch(ctx context.Context, batch []*pendingSubmit) {
 	}
 	var pgErr *pgconn.PgError
 	switch {
-	case errors.As(err, &pgErr) && pgErr.Code == foreignKeyViolation:
-		// Another user's conversation appeared meanwhile: nothing was
-		// written, and each submit is decided on its own.
+	case errors.As(err, &pgErr) && !unreachable(err):
+		// The server refused the statement, so nothing was written: most
+		// likely another user's conversation appeared meanwhile (the
+		// composite key), or one submit broke a rule of the schema. Each
+		// submit is then decided on its own, so one cannot fail the others.
 		return
 	case err != nil:
+		// The database could not be reached, or not in time: the commit
+		// may or may not have happened, and a submit sent again finds out.
 		failBatch(batch, fmt.Errorf("insert tasks: %w", err))
 		return
 	}

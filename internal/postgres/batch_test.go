@@ -132,6 +132,64 @@ func TestBatchOfTwoUsersInOneNewConversation(t *testing.T) {
 	}
 }
 
+// Another user's conversation appearing while a batch runs fails the
+// batch's statement (the composite key tasks -> conversations): each of its
+// submits is then decided alone, and only the one into that conversation
+// is refused.
+func TestBatchWithAnotherUsersConversationAppearingMeanwhile(t *testing.T) {
+	t.Parallel()
+	s, _ := setup(t, postgres.Config{})
+	ctx := context.Background()
+	conv := newID()
+	other, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = other.Rollback(ctx) }()
+	var otherPID int
+	if err := other.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&otherPID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Exec(ctx, `INSERT INTO conversations (id, user_id, title, created_at, updated_at)
+		VALUES ($1, 'bob', 'bob''s', now(), now())`, conv); err != nil {
+		t.Fatal(err)
+	}
+
+	reqs := []task.SubmitRequest{{UserID: "alice", TaskID: newID(), ConversationID: conv, Content: "mine?"}}
+	for range 5 {
+		reqs = append(reqs, task.SubmitRequest{UserID: "alice", TaskID: newID(), ConversationID: newID(), Content: "new"})
+	}
+	release := s.HoldBatches()
+	out := make([]outcome, len(reqs))
+	var wg sync.WaitGroup
+	for i, req := range reqs {
+		wg.Go(func() {
+			res, err := s.Submit(ctx, req)
+			out[i] = outcome{res, err}
+		})
+	}
+	eventually.True(t, "every submit queued", func() bool { return s.QueuedSubmits() == len(reqs) })
+	release()
+	// The batch has inserted alice's task and waits on bob's uncommitted
+	// conversation.
+	eventually.True(t, "the batch waits for the other conversation", func() bool {
+		return count(t, s, `SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid))`, otherPID) == 1
+	})
+	if err := other.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	wantCode(t, out[0].err, task.CodeConflict)
+	for i, o := range out[1:] {
+		if o.err != nil || !o.res.Created {
+			t.Fatalf("submit %d: %+v, %v", i+1, o.res, o.err)
+		}
+	}
+	if got := rowCounts(t, s); got != [4]int{6, 10, 5, 5} {
+		t.Fatalf("rows (conversations, messages, tasks, transitions) = %v, want [6 10 5 5]", got)
+	}
+}
+
 // A submit that gives up while queued leaves the queue and writes nothing.
 func TestBatchCallerThatGivesUpLeavesTheQueue(t *testing.T) {
 	t.Parallel()

@@ -249,6 +249,3 @@ func touchConversation(ctx context.Context, tx pgx.Tx, id string, now time.Time)
 	}
 	return nil
 }
-
-// foreignKeyViolation is SQLSTATE 23503.
-const foreignKeyViolation = "23503"
