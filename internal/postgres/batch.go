@@ -86,9 +86,9 @@ func (s *Store) submitBatched(ctx context.Context, req task.SubmitRequest) (task
 }
 
 // awaitBatch waits until p's batch is done, running it if p leads it. A
-// caller that gives up while still queued leaves the queue; once taken into
-// a batch it stays until the batch ends (the statement is bounded by
-// statement_timeout), as the others may depend on it.
+// caller that gives up leaves: still queued, it leaves the queue; taken
+// into a batch, it leaves the batch to answer for itself, unless it leads
+// it (the statement is bounded by statement_timeout).
 func (s *Store) awaitBatch(ctx context.Context, p *pendingSubmit) error {
 	select {
 	case batch := <-p.lead:
@@ -108,12 +108,19 @@ func (s *Store) awaitBatch(ctx context.Context, p *pendingSubmit) error {
 		}
 	}
 	b.mu.Unlock()
+	// Taken: handOver sent the batch with the same lock held, so a leader
+	// finds it here and must run it (the others wait on it); a member may
+	// go, its submit written or not (as when a client hangs up during a
+	// commit).
 	select {
 	case batch := <-p.lead:
 		s.runBatch(ctx, batch)
+		return nil
 	case <-p.done:
+		return nil
+	default:
+		return ctx.Err()
 	}
-	return nil
 }
 
 // runBatch writes batch, answers its callers, and hands the submits queued

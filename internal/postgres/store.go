@@ -9,6 +9,16 @@
 // (Config.MigrateTimeout): Open and Dial apply the pending migrations under
 // an advisory lock, or, with Config.NoMigrate, only refuse a schema that is
 // behind (ErrSchemaBehind), for deployments that migrate apart.
+//
+// Submits of new tasks without attachments made at the same time share one
+// statement and one commit (group commit, batch.go): a lone submit runs at
+// once, and the submits that arrive while the store's batches are in
+// flight go together in the next one. The batch only inserts new ids; every
+// submit it did not write (a repeat, a conflict, another user's
+// conversation) is decided by the full transaction, so the answers and the
+// idempotency rules are those of PROTOCOL.md section 4 whatever the
+// batching. Submits with attachments and SubmitVersion's placed turns take
+// the full transaction only.
 package postgres
 
 import (
