@@ -237,3 +237,45 @@ func TestBatchCloseFailsQueuedSubmits(t *testing.T) {
 		ConversationID: newID(), Content: "after"})
 	wantCode(t, err, task.CodeUnavailable)
 }
+
+// A batched submit writes the turn it follows itself (the trigger no longer
+// runs for it); a message written without one, as the full transaction and
+// the releases before 00011 write them, still gets it from the trigger.
+func TestBatchedTurnsFollowTheNewest(t *testing.T) {
+	t.Parallel()
+	s, _ := setup(t, postgres.Config{})
+	ctx := context.Background()
+	conv := newID()
+	t1 := submit(t, s, "alice", newID(), conv, "one").Task.ID
+	t2 := submit(t, s, "alice", newID(), conv, "two").Task.ID
+	t3 := submit(t, s, "alice", newID(), conv, "three").Task.ID
+	old := newID()
+	if _, err := s.Pool().Exec(ctx, `INSERT INTO messages (id, conversation_id, role, content, task_id, created_at)
+		VALUES (gen_random_uuid(), $1, 'user', 'as before', $2, now())`, conv, old); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{t1: "", t2: t1, t3: t2, old: t3}
+	rows, err := s.Pool().Query(ctx, `SELECT task_id::text, coalesce(parent_task_id::text, '') FROM messages
+		WHERE conversation_id = $1`, conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var id, parent string
+		if err := rows.Scan(&id, &parent); err != nil {
+			t.Fatal(err)
+		}
+		if parent != want[id] {
+			t.Errorf("a message of %s follows %q, want %q", id, parent, want[id])
+		}
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n != 7 {
+		t.Fatalf("%d messages, want 7", n)
+	}
+}
