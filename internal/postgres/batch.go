@@ -167,8 +167,8 @@ func takeBatch(queue []*pendingSubmit) (batch, rest []*pendingSubmit) {
 // submitBatch inserts new tasks, one per element of its arrays (distinct
 // task ids and conversations), as one statement: for each whose id is free
 // and whose conversation is not known to be another user's, the task, its
-// transition, the user message and the assistant placeholder (following
-// the newest turn), and the conversation, created or touched. Everything is made from the inserted
+// transition, the user message and the assistant placeholder, and the
+// conversation, created or touched. Everything is made from the inserted
 // tasks' RETURNING; the composite key tasks (conversation_id, user_id) ->
 // conversations refuses a task in another user's conversation that appears
 // concurrently, failing the whole statement. It returns the placeholders
@@ -198,29 +198,14 @@ const submitBatch = `
 	tr AS (
 		INSERT INTO task_transitions (task_id, attempt, from_status, to_status, reason, at)
 		SELECT id, 1, NULL, 'pending', '` + task.ReasonSubmitted + `', $9::timestamptz FROM t),
-	turn AS MATERIALIZED (
-		SELECT t.id, t.conversation_id, r.user_msg_id, r.assistant_id, r.content, (` + newestTurn + `) AS parent
-		FROM t JOIN r ON r.assistant_id = t.assistant_message_id),
 	m AS (
-		INSERT INTO messages (id, conversation_id, role, content, task_id, status, created_at, parent_task_id)
-		SELECT v.id, turn.conversation_id, v.role, v.content, turn.id, v.status, $9::timestamptz, turn.parent
-		FROM turn,
-			LATERAL (VALUES (turn.user_msg_id, 'user', turn.content, NULL::text),
-			                (turn.assistant_id, 'assistant', '', '` + task.MessageGenerating + `'))
+		INSERT INTO messages (id, conversation_id, role, content, task_id, status, created_at)
+		SELECT v.id, t.conversation_id, v.role, v.content, t.id, v.status, $9::timestamptz
+		FROM t JOIN r ON r.assistant_id = t.assistant_message_id,
+			LATERAL (VALUES (r.user_msg_id, 'user', r.content, NULL::text),
+			                (r.assistant_id, 'assistant', '', '` + task.MessageGenerating + `'))
 			AS v (id, role, content, status))
 	SELECT assistant_message_id FROM t`
-
-// newestTurn is the turn a new turn of task t follows when its submit says
-// nothing of versions: the newest user message of its conversation, as the
-// trigger messages_default_parent (migration 00007) finds it. Writing it in
-// the statement, once a turn, spares each message the trigger (00011), which costs more
-// than the rest of the submit in a long conversation. NULL for a
-// conversation's first turn, which the trigger then fills in (as NULL).
-const newestTurn = `
-	SELECT m.task_id FROM messages m
-	WHERE m.conversation_id = t.conversation_id AND m.role = 'user' AND m.task_id <> t.id
-	ORDER BY m.created_at DESC, m.id DESC
-	LIMIT 1`
 
 // writeBatch runs submitBatch for batch and records each submit's outcome.
 // The statement runs apart from the leader's cancellation (the others wait
