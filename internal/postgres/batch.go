@@ -15,7 +15,7 @@ import (
 
 // Group commit of new tasks. Concurrent submits of new tasks without
 // attachments share one statement, so one round trip and one commit: a
-// submit that finds fewer than maxBatches batches in flight runs at once (a
+// submit that finds fewer than batcher.slots batches in flight runs at once (a
 // lone submit never waits); one that finds them all busy queues, and when a
 // batch ends, the submits queued meanwhile (up to maxBatchSize) become the
 // next batch, led by the first of them. There is no timer and no goroutine
@@ -29,13 +29,17 @@ import (
 // by the full transaction, exactly as a lone submit would be. Nothing is answered before the batch's commit
 // returns: if it fails, every caller of the batch gets the error
 // (unavailable when the database is unreachable), never a success.
-const (
-	maxBatches   = 2
-	maxBatchSize = 64
-)
+const maxBatchSize = 64
+
+// batchSlots is how many batches a pool of maxConns connections runs at
+// once: half of them, so other requests keep connections, and at least
+// two, so one batch's commit overlaps the next one's statement.
+func batchSlots(maxConns int32) int { return max(2, int(maxConns)/2) }
 
 // batcher queues submits for group commit.
 type batcher struct {
+	// slots is how many batches may be in flight.
+	slots    int
 	mu       sync.Mutex
 	inflight int
 	queue    []*pendingSubmit
@@ -68,7 +72,7 @@ func (s *Store) submitBatched(ctx context.Context, req task.SubmitRequest) (task
 	case b.closed:
 		b.mu.Unlock()
 		return task.Task{}, false, errClosed
-	case b.inflight < maxBatches && len(b.queue) == 0:
+	case b.inflight < b.slots && len(b.queue) == 0:
 		b.inflight++
 		b.mu.Unlock()
 		s.runBatch(ctx, []*pendingSubmit{p})

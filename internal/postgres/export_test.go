@@ -62,10 +62,10 @@ func Classify(err error) error {
 // together in one batch) until release is called.
 func (s *Store) HoldBatches() (release func()) {
 	s.batch.mu.Lock()
-	s.batch.inflight += maxBatches
+	s.batch.inflight += s.batch.slots
 	s.batch.mu.Unlock()
 	return func() {
-		for range maxBatches {
+		for range s.batch.slots {
 			s.batch.handOver()
 		}
 	}

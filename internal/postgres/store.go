@@ -105,7 +105,8 @@ func connect(ctx context.Context, databaseURL string, cfg Config) (*Store, error
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
-	return &Store{pool: pool, cfg: cfg, poolCfg: poolCfg}, nil
+	return &Store{pool: pool, cfg: cfg, poolCfg: poolCfg,
+		batch: batcher{slots: batchSlots(poolCfg.MaxConns)}}, nil
 }
 
 // Ping checks that the database answers (readiness probes).
