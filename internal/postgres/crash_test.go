@@ -212,7 +212,8 @@ func (c *privateCluster) start(t *testing.T) {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("pg.sh start: %v\n%s", err, stderr.String())
+		log, _ := os.ReadFile(filepath.Join(c.dir, "server.log"))
+		t.Fatalf("pg.sh start: %v\n%s\nserver.log:\n%s", err, stderr.String(), log)
 	}
 	c.url = strings.TrimSpace(string(out))
 }
