@@ -230,6 +230,12 @@ func (c *privateCluster) kill(t *testing.T) {
 	if err != nil {
 		t.Fatalf("postmaster.pid: %v", err)
 	}
+	// Stopped first, the postmaster starts no backend between the listing
+	// of its children and the kill (one left running would hold the shared
+	// memory, and the cluster would not start again).
+	if err := syscall.Kill(pm, syscall.SIGSTOP); err != nil {
+		t.Fatalf("stop the postmaster %d: %v", pm, err)
+	}
 	pids := append([]int{pm}, children(t, pm)...)
 	for _, pid := range pids {
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && err != syscall.ESRCH {
