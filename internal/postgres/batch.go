@@ -15,20 +15,21 @@ import (
 
 // Group commit of new tasks. Concurrent submits of new tasks without
 // attachments share one statement, so one round trip and one commit: a
-// submit that finds fewer than batcher.slots batches in flight runs at once (a
-// lone submit never waits); one that finds them all busy queues, and when a
-// batch ends, the submits queued meanwhile (up to maxBatchSize) become the
-// next batch, led by the first of them. There is no timer and no goroutine
-// of its own: the batching window is exactly the time the batches in flight
-// take, and the callers themselves run the batches.
+// submit that finds fewer than batcher.slots batches in flight runs at once
+// (a lone submit never waits); one that finds them all busy queues, and
+// when a batch ends, the submits queued meanwhile (up to maxBatchSize)
+// become the next batch, led by the first of them. There is no timer and no
+// goroutine of its own: the batching window is exactly the time the batches
+// in flight take, and the callers themselves run the batches.
 //
 // A batch only ever inserts new ids (submitBatch); each caller is answered
 // from its own row. A submit whose row was not written (its id exists, its
-// conversation is another user's, the batch met another user's conversation
-// that appeared meanwhile, any other refusal of the statement) is decided
-// by the full transaction, exactly as a lone submit would be. Nothing is answered before the batch's commit
-// returns: if it fails, every caller of the batch gets the error
-// (unavailable when the database is unreachable), never a success.
+// conversation is another user's, the batch met another user's
+// conversation that appeared meanwhile, any other refusal of the
+// statement) is decided by the full transaction, exactly as a lone submit
+// would be. Nothing is answered before the batch's commit returns: if the
+// database cannot be reached, every caller of the batch gets unavailable,
+// never a success.
 const maxBatchSize = 64
 
 // batchSlots is how many batches a pool of maxConns connections runs at
@@ -49,6 +50,8 @@ type batcher struct {
 // pendingSubmit is one caller's submit in a batcher.
 type pendingSubmit struct {
 	req task.SubmitRequest
+	// preamble is req's, encoded (NULL when nil).
+	preamble *string
 	// lead receives the batch this submit is to run.
 	lead chan []*pendingSubmit
 	// done is closed once written says whether its row was inserted, or
@@ -66,6 +69,15 @@ var errClosed = task.Errorf(task.CodeUnavailable, "the store is closing")
 // false when its row was not written; the full transaction then decides.
 func (s *Store) submitBatched(ctx context.Context, req task.SubmitRequest) (task.Task, bool, error) {
 	p := &pendingSubmit{req: req, lead: make(chan []*pendingSubmit, 1), done: make(chan struct{})}
+	// Encoded here, so a preamble that cannot be fails its own submit only.
+	pre, err := encodePreamble(req.Preamble)
+	if err != nil {
+		return task.Task{}, false, err
+	}
+	if pre != nil {
+		p.preamble = new(string)
+		*p.preamble = string(pre)
+	}
 	b := &s.batch
 	b.mu.Lock()
 	switch {
@@ -232,15 +244,7 @@ func (s *Store) writeBatch(ctx context.Context, batch []*pendingSubmit) {
 			failBatch(batch, fmt.Errorf("make message id: %w", err))
 			return
 		}
-		pre, err := encodePreamble(p.req.Preamble)
-		if err != nil {
-			failBatch(batch, err)
-			return
-		}
-		if pre != nil {
-			preambles[i] = new(string)
-			*preambles[i] = string(pre)
-		}
+		preambles[i] = p.preamble
 		ids[i], users[i], convs[i] = p.req.TaskID, p.req.UserID, p.req.ConversationID
 		userMsgs[i], contents[i], titles[i] = userMsg.String(), p.req.Content, title(p.req.Content)
 	}
