@@ -439,7 +439,9 @@ func (b *S3) fail(what string, err error) error {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	var re *smithyhttp.ResponseError
-	if errors.As(err, &re) && re.HTTPStatusCode() < 500 {
+	// The SDK reports a request that got no answer as a response error
+	// with status 0.
+	if errors.As(err, &re) && re.HTTPStatusCode() >= 400 && re.HTTPStatusCode() < 500 {
 		return fmt.Errorf("s3 %s: %w", what, err)
 	}
 	return task.Unavailable("upload storage", fmt.Errorf("s3 %s: %w", what, err))
