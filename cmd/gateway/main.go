@@ -131,13 +131,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	defer bus.Close()
 
-	// Uploads keep their bytes in a directory of this gateway (see
-	// docs/deploy.md, "Uploads storage") and the rest in Postgres.
-	uploadDir := c.UploadDir
-	if uploadDir == "" {
-		uploadDir = filepath.Join(c.DataDir, "uploads")
-	}
-	blobs, err := uploads.NewDir(uploadDir)
+	// Uploads keep their bytes in a directory of this gateway or an S3
+	// bucket (uploads.go) and the rest in Postgres.
+	blobs, err := uploadBlobs(ctx, c, log)
 	if err != nil {
 		return err
 	}
