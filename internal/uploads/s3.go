@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -175,7 +176,9 @@ func (b *S3) Write(ctx context.Context, id string, offset int64, r io.Reader) (i
 		return 0, fmt.Errorf("write blob %s: it holds %d bytes, fewer than the offset %d", id, size, offset)
 	}
 	var written int64
-	buf := make([]byte, segment)
+	bp := partBuffers.Get().(*[]byte)
+	defer partBuffers.Put(bp)
+	buf := *bp
 	for {
 		n, rerr := io.ReadFull(r, buf)
 		if n > 0 {
@@ -193,6 +196,9 @@ func (b *S3) Write(ctx context.Context, id string, offset int64, r io.Reader) (i
 		}
 	}
 }
+
+// partBuffers hold a part while it is stored: S3 wants its length first.
+var partBuffers = sync.Pool{New: func() any { b := make([]byte, segment); return &b }}
 
 func (b *S3) Open(ctx context.Context, id string) (io.ReadSeekCloser, error) {
 	dir, err := b.dir(id)
