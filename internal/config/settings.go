@@ -196,7 +196,7 @@ func (c *Config) settings() []setting {
 			value:  str(&c.UploadDir)},
 		{env: "TETHER_UPLOAD_S3_BUCKET", flag: "upload-s3-bucket", users: Gateway,
 			defDoc: "unset: uploads stay in `TETHER_UPLOAD_DIR`",
-			doc:    "keep the bytes of uploads in this bucket of an S3-compatible store (AWS S3, MinIO, versitygw, R2), shared by every gateway; credentials come from the usual AWS variables (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_PROFILE`, ...) ([docs/deploy.md](docs/deploy.md#uploads-storage))",
+			doc:    "keep the bytes of uploads in this bucket of an S3-compatible store (AWS S3, MinIO, versitygw, R2), shared by every gateway; credentials come from the usual AWS variables (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_PROFILE`, ...) ([docs/deploy.md](docs/deploy.md#uploads-in-an-s3-compatible-bucket))",
 			value:  str(&c.UploadS3Bucket)},
 		{env: "TETHER_UPLOAD_S3_ENDPOINT", flag: "upload-s3-endpoint", users: Gateway,
 			defDoc: "unset: AWS S3",

@@ -26,7 +26,9 @@ type Blobs interface {
 	// Write stores what r yields at offset and returns how many bytes it
 	// stored, also when it fails part way. Bytes at offset and after, left
 	// by an earlier write that was never recorded, are replaced. A blob
-	// shorter than offset is an error: its bytes were lost.
+	// shorter than offset is an error: its bytes were lost. A write behind
+	// one made at a later offset comes from a request that lost the race
+	// for the offset; S3 refuses it (conflict), Dir cannot tell.
 	Write(ctx context.Context, id string, offset int64, r io.Reader) (int64, error)
 	// Open reads a blob; a missing one is fs.ErrNotExist.
 	Open(ctx context.Context, id string) (io.ReadSeekCloser, error)
