@@ -217,3 +217,42 @@ func TestSubmitWithCollectorDown(t *testing.T) {
 		waitDone(t, do, "ben", id)
 	}
 }
+
+// A cancel of a running task is one trace too: the runner's stop of the
+// attempt is a child of the gateway's cancel, over the NATS cancel message.
+func TestCancelTrace(t *testing.T) {
+	t.Parallel()
+	rcv := tracingtest.Start(t)
+	do, submit := tracedStack(t, map[string]string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT": rcv.URL,
+		"OTEL_BSP_SCHEDULE_DELAY":     "20",
+	})
+	taskID, status := submit("cy", "/stream 100000 5")
+	if status != http.StatusCreated {
+		t.Fatalf("submit: %d", status)
+	}
+	eventually.True(t, "the task running", func() bool {
+		resp := do("cy", http.MethodGet, "/v1/tasks/"+taskID, "", nil)
+		var got struct{ Status string }
+		return json.NewDecoder(resp.Body).Decode(&got) == nil && got.Status == "running"
+	})
+	if resp := do("cy", http.MethodPost, "/v1/tasks/"+taskID+"/cancel", "", nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("cancel: %d", resp.StatusCode)
+	}
+	var gw, rn tracingtest.Span
+	eventually.True(t, "both cancel spans exported", func() bool {
+		for _, s := range rcv.Spans(t) {
+			if s.Name == tracing.SpanCancel && s.Attrs["tether.task_id"] == taskID {
+				if s.Service == "tether-gateway" {
+					gw = s
+				} else {
+					rn = s
+				}
+			}
+		}
+		return gw.Name != "" && rn.Name != ""
+	})
+	if rn.Service != "tether-runner" || rn.TraceID != gw.TraceID || rn.ParentID != gw.SpanID {
+		t.Fatalf("runner's cancel %+v, want a child of the gateway's %+v", rn, gw)
+	}
+}

@@ -115,7 +115,10 @@ func outcome(err error) string {
 // running one is cancelled by its runner, so this asks it and waits (up to
 // CancelWait) for the cancelled status, then answers with the task as it
 // stands.
-func (s *Server) cancelTask(ctx context.Context, user, taskID string) (task.Task, error) {
+func (s *Server) cancelTask(ctx context.Context, user, taskID string) (_ task.Task, err error) {
+	ctx, span := s.tracer.Start(ctx, tracing.SpanCancel, trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(tracing.KeyTaskID.String(taskID), tracing.User(user)))
+	defer func() { tracing.End(span, err) }()
 	res, err := s.store.Cancel(ctx, user, taskID)
 	if err != nil {
 		return task.Task{}, err
@@ -137,13 +140,13 @@ func (s *Server) cancelTask(ctx context.Context, user, taskID string) (task.Task
 		// message or at its next heartbeat. Without the live feed there is
 		// nothing to wait on, so the answer is the task as it stands.
 		s.log.Warn("cancel: cannot watch the task; answering without waiting", "task_id", taskID, "err", err)
-		if err := s.bus.RequestCancel(taskID); err != nil {
+		if err := s.bus.RequestCancel(ctx, taskID); err != nil {
 			s.log.Warn("request cancel", "task_id", taskID, "err", err)
 		}
 		return res.Task, nil
 	}
 	defer f.stop()
-	if err := s.bus.RequestCancel(taskID); err != nil {
+	if err := s.bus.RequestCancel(ctx, taskID); err != nil {
 		s.log.Warn("request cancel", "task_id", taskID, "err", err)
 	}
 	t, err := s.store.Get(ctx, user, taskID)

@@ -30,7 +30,9 @@ type Bus interface {
 	// dispatches a task that stays pending again); ctx carries only the
 	// trace context to the runner.
 	DispatchAsync(ctx context.Context, taskID string, attempt int) error
-	RequestCancel(taskID string) error
+	// RequestCancel asks the runner holding the task to stop; ctx carries
+	// only the trace context.
+	RequestCancel(ctx context.Context, taskID string) error
 	Ready(ctx context.Context) error
 	// OnReconnect registers fn to run whenever the connection to NATS comes
 	// back: live events published meanwhile were missed, so every follower

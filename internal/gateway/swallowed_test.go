@@ -37,9 +37,9 @@ func (b *flakyBus) SubscribeTask(id string, fn func(task.Msg), lost func()) (fun
 	return b.Bus.SubscribeTask(id, fn, lost)
 }
 
-func (b *flakyBus) RequestCancel(id string) error {
+func (b *flakyBus) RequestCancel(ctx context.Context, id string) error {
 	b.cancels.Add(1)
-	return b.Bus.RequestCancel(id)
+	return b.Bus.RequestCancel(ctx, id)
 }
 
 func (b *flakyBus) Dispatch(ctx context.Context, id string, attempt int) error {

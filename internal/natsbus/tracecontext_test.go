@@ -56,3 +56,30 @@ func TestDispatchCarriesTraceContext(t *testing.T) {
 		}
 	}
 }
+
+// A cancel request carries the trace context of the span that sent it.
+func TestCancelCarriesTraceContext(t *testing.T) {
+	t.Parallel()
+	gw, url := setup(t)
+	runner := connect(t, url)
+	got := make(chan trace.SpanContext, 2)
+	unsub, err := runner.SubscribeCancels(func(ctx context.Context, _ string) { got <- trace.SpanContextFromContext(ctx) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unsub()
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{0xcc, 1}, SpanID: trace.SpanID{0xdd, 1},
+		TraceFlags: trace.FlagsSampled})
+	if err := gw.RequestCancel(trace.ContextWithSpanContext(ctxT(t), sc), taskID(41)); err != nil {
+		t.Fatal(err)
+	}
+	if err := gw.RequestCancel(ctxT(t), taskID(42)); err != nil {
+		t.Fatal(err)
+	}
+	if first := eventually.Receive(t, got, "the traced cancel"); first.TraceID() != sc.TraceID() || first.SpanID() != sc.SpanID() || !first.IsRemote() {
+		t.Errorf("cancel's trace context %v, want %v", first, sc)
+	}
+	if second := eventually.Receive(t, got, "the untraced cancel"); second.IsValid() {
+		t.Errorf("a cancel sent without a span carries %v", second)
+	}
+}

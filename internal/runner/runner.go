@@ -199,13 +199,17 @@ func (r *Runner) Run(ctx context.Context) error {
 }
 
 // routeCancel delivers a cancel request to the attempt running that task
-// in this process, if any.
-func (r *Runner) routeCancel(taskID string) {
+// in this process, if any. Its span, a child of the gateway's cancel, says
+// which attempt was told to stop.
+func (r *Runner) routeCancel(ctx context.Context, taskID string) {
 	r.mu.Lock()
 	a := r.inflight[taskID]
 	r.mu.Unlock()
 	if a != nil {
+		_, span := r.tracer.Start(ctx, tracing.SpanCancel, trace.WithSpanKind(trace.SpanKindConsumer),
+			trace.WithAttributes(tracing.Task(taskID, a.claimed.Attempt)...))
 		a.stop(errCancel)
+		span.End()
 	}
 }
 

@@ -28,6 +28,10 @@ const (
 	SpanSnapshot = "tether.snapshot"
 	// SpanFinish: the attempt's last write (its final batch and status).
 	SpanFinish = "tether.finish"
+	// SpanCancel: a gateway's cancel (the store's conditional update, the
+	// request to the runner and the wait for its answer) and, as its
+	// child over NATS, the runner's stop of the attempt.
+	SpanCancel = "tether.cancel"
 	// SpanResume: a tab's subscribe or SSE (re)connect: attach, snapshot
 	// and the catch-up from the log.
 	SpanResume = "tether.resume"
