@@ -10,8 +10,9 @@ import (
 
 // The W3C trace context (traceparent, tracestate) of the span that sent a
 // request rides in the NATS message's headers, so a runner's spans join the
-// trace of the gateway's submit. Only requests carry it (dispatches); task
-// events do not: they are the hot path, and a tab's resume has its own span.
+// trace of the gateway's submit. Only requests carry it (dispatches and
+// cancels); task events do not: they are the hot path, and a tab's resume
+// has its own span.
 var traceContext propagation.TraceContext
 
 // headerCarrier is a nats.Header as a propagation.TextMapCarrier.
