@@ -101,4 +101,65 @@ describe('TetherClient attachments', () => {
     one.client.submit('from one', one.client.conversationId, [A]);
     expect(two.last().messages[0]).toMatchObject({ content: 'from one', attachments: [A] });
   });
+
+  it('sends files without text as the empty text, and refuses a message with neither', async () => {
+    const { p, client, started, last } = setup();
+    p.socket.open();
+    answerHistory(p, []);
+    await started;
+    expect(() => client.submit('  ', client.conversationId)).toThrow('empty message');
+    const id = client.submit(' \n ', client.conversationId, [A]);
+    expect(req(p, 'submit')).toMatchObject({ task_id: id, content: '', attachments: [A.id] });
+    expect(last().messages[0]).toMatchObject({ role: 'user', content: '', attachments: [A] });
+    // Its conversation is called after the file, as the server will call it.
+    expect(client.conversations[0]).toMatchObject({ id: client.conversationId, title: 'notes.txt' });
+  });
+
+  it('regenerates and edits a turn with files: the new version sends the same files', async () => {
+    const storage = new MemoryStorage();
+    storage.setItem(StorageKeys.conversation, 'c1');
+    const { p, client, started, last } = setup(storage);
+    p.socket.open();
+    const base = { conversation_id: 'c1', created_at: '2025-01-01T00:00:00Z', task_id: 'tA', parent_task_id: null };
+    answerHistory(p, [
+      { ...base, id: 'u1', role: 'user', content: '', status: null, attachments: [A, B] },
+      { ...base, id: 'a1', role: 'assistant', content: 'notes.txt 12 …', status: 'done', attachments: [] },
+    ]);
+    await started;
+    const shown = last().messages;
+    expect(shown[0]).toMatchObject({ canEdit: true, attachments: [A, B] });
+    expect(shown[1]).toMatchObject({ canRegenerate: true });
+
+    const regen = client.regenerate('tA');
+    expect(req(p, 'submit')).toMatchObject({ task_id: regen, content: '', attachments: [A.id, B.id], version_of: 'tA' });
+    // The new version shows its files at once.
+    expect(last().messages.find((m) => m.task_id === regen && m.role === 'user')).toMatchObject({ content: '', attachments: [A, B] });
+    p.socket.push({ type: 'submitted', req: req(p, 'submit').req, created: true, task: mkTask({ id: regen, conversation_id: 'c1', status: 'done', input: '' }) });
+
+    const edited = client.editAndResend('tA', 'now with words');
+    expect(req(p, 'submit')).toMatchObject({ task_id: edited, content: 'now with words', attachments: [A.id, B.id], version_of: 'tA' });
+    p.socket.push({ type: 'submitted', req: req(p, 'submit').req, created: true, task: mkTask({ id: edited, conversation_id: 'c1', status: 'done', input: 'now with words' }) });
+
+    // An edit may keep some of the files only.
+    const fewer = client.editAndResend('tA', 'just the photo', [B]);
+    expect(req(p, 'submit')).toMatchObject({ task_id: fewer, content: 'just the photo', attachments: [B.id], version_of: 'tA' });
+  });
+
+  it('can retry a failed message of files alone', async () => {
+    const storage = new MemoryStorage();
+    storage.setItem(StorageKeys.conversation, 'c1');
+    storage.setItem(StorageKeys.active, JSON.stringify({ task_id: 'tA', conversation_id: 'c1' }));
+    const { p, client, started, last } = setup(storage);
+    p.socket.open();
+    const base = { conversation_id: 'c1', created_at: '2025-01-01T00:00:00Z', task_id: 'tA' };
+    answerHistory(p, [
+      { ...base, id: 'u1', role: 'user', content: '', status: null, attachments: [B] },
+      { ...base, id: 'a1', role: 'assistant', content: '', status: 'failed', attachments: [] },
+    ]);
+    await started;
+    p.socket.push({ type: 'snapshot', req: req(p, 'subscribe').req, task: mkTask({ id: 'tA', status: 'failed', error: 'demo failure', input: '' }) });
+    expect(last().messages[1]).toMatchObject({ canRetry: true });
+    client.retry('tA');
+    expect(req(p, 'submit')).toMatchObject({ task_id: 'tA', content: '', attachments: [B.id] });
+  });
 });

@@ -4,6 +4,6 @@ import cases from '../../internal/task/testdata/titles.json';
 
 describe('titleFrom', () => {
   it('makes the titles the server makes (internal/task/testdata/titles.json)', () => {
-    for (const c of cases as { in: string; want: string }[]) expect(titleFrom(c.in), JSON.stringify(c.in)).toBe(c.want);
+    for (const c of cases as { in: string; file?: string; want: string }[]) expect(titleFrom(c.in, c.file), JSON.stringify(c)).toBe(c.want);
   });
 });

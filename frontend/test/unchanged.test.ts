@@ -35,8 +35,8 @@ describe('keepUnchanged', () => {
   });
 
   it('gives a new object when the answer ends, and to messages whose offers change with it', () => {
-    // No files: a turn with files is never offered again.
-    const history = [...turn(1), ...turn(2, '', 'generating')].map(({ attachments: _, ...m }) => m);
+    // A turn with files is offered again like any other.
+    const history = [...turn(1), ...turn(2, '', 'generating')];
     const tasks = new Map<string, TaskState>([['t2', { ...newTaskState('t2', 'c1'), task: mkTask({ id: 't2', output: 'x' }) }]]);
     const prev = new Map<string, ViewMessage>();
     const streaming = keepUnchanged(prev, view(history, tasks));

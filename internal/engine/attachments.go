@@ -39,7 +39,7 @@ func withNames(content string, files []task.AttachmentFile) string {
 	var b strings.Builder
 	b.WriteString(content)
 	for _, f := range files {
-		b.WriteString("\n\n")
+		paragraph(&b)
 		b.WriteString(nameLine(f, ""))
 	}
 	return b.String()
@@ -55,7 +55,7 @@ func withFiles(content string, files []task.AttachmentFile, remaining int) (stri
 	var b strings.Builder
 	b.WriteString(content)
 	for _, f := range files {
-		b.WriteString("\n\n")
+		paragraph(&b)
 		if !f.IsText {
 			b.WriteString(nameLine(f, "not a text file, so not included"))
 			continue
@@ -70,6 +70,14 @@ func withFiles(content string, files []task.AttachmentFile, remaining int) (stri
 		b.WriteString(block)
 	}
 	return b.String(), remaining
+}
+
+// paragraph starts a new paragraph after what b holds; a message of files
+// without text starts with its first file.
+func paragraph(b *strings.Builder) {
+	if b.Len() > 0 {
+		b.WriteString("\n\n")
+	}
 }
 
 func nameLine(f task.AttachmentFile, why string) string {

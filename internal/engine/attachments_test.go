@@ -56,6 +56,25 @@ func TestDemoAttachments(t *testing.T) {
 	if got := strings.Join(r.deltas, ""); !strings.HasPrefix(got, "Demo reply to") {
 		t.Fatalf("not the directive: %q", got)
 	}
+	// Files without text get the directive's answer; without files of its
+	// own, an empty message is the quoted reply as ever.
+	for _, tc := range []struct {
+		content string
+		files   []task.AttachmentFile
+		want    string
+	}{
+		{"", files, want},
+		{" \n", files, want},
+		{"", files[:1], `Demo reply to "": try /stream 20 100 or /fail 5 100.`},
+	} {
+		r := &recorder{}
+		if err := (&Demo{Sleep: (&fakeSleep{}).sleep}).Run(context.Background(), Input{Content: tc.content, Attachments: tc.files}, r); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(r.deltas, ""); got != tc.want {
+			t.Fatalf("%q with %d files: %q, want %q", tc.content, len(tc.files), got, tc.want)
+		}
+	}
 }
 
 func TestContextWithAttachments(t *testing.T) {
@@ -96,5 +115,25 @@ func TestContextWithAttachments(t *testing.T) {
 	msgs = buildMessages("", nil, "", "now", "", 10_000, []task.AttachmentFile{notLoaded})
 	if !strings.Contains(msgs[0].Content, `"big.log" (text/plain, 200000 bytes): too long`) {
 		t.Fatalf("not loaded:\n%s", msgs[0].Content)
+	}
+}
+
+// A message of files without text is its files: the model gets no empty
+// user turn and no blank lines before them.
+func TestContextOfFilesWithoutText(t *testing.T) {
+	t.Parallel()
+	files := []task.AttachmentFile{
+		file("a", "m9", "new.txt", true, "hello", true),
+		file("b", "m9", "photo.jpg", true, "\xff\xd8", false),
+	}
+	msgs := buildMessages("", nil, "", "", "", 1000, files)
+	last := msgs[len(msgs)-1]
+	want := "[Attached file \"new.txt\" (text/plain, 5 bytes) follows]\nhello\n[End of \"new.txt\"]\n\n" +
+		"[Attached file \"photo.jpg\" (text/plain, 2 bytes): not a text file, so not included]"
+	if last.Role != "user" || last.Content != want {
+		t.Fatalf("current message: %+v\nwant %q", last, want)
+	}
+	if got := withNames("", files); !strings.HasPrefix(got, "[Attached file \"new.txt\"") {
+		t.Fatalf("named: %q", got)
 	}
 }

@@ -31,7 +31,8 @@ const (
 //	/stream N MS  N deltas "t1 ", "t2 ", ... MS ms apart, then done
 //	/fail N MS    the same deltas, then a Failure "demo failure"
 //	/attachments  one line per attachment of the task's own message,
-//	              "<name> <size> <sha256 hex>", or "no attachments"
+//	              "<name> <size> <sha256 hex>", or "no attachments"; a
+//	              message of files without text gets the same answer
 //	/markdown     DemoMarkdown in chunks of a few bytes, about 20 ms apart
 //	anything else a short reply quoting the input, word by word, then done
 //
@@ -54,10 +55,10 @@ func NewDemo() *Demo { return &Demo{} }
 func (d *Demo) Run(ctx context.Context, in Input, out Output) error {
 	kind, n, ms, ok := parseDirective(in.Content)
 	chunks, gap := demoReply(in.Content), demoWordDelay
-	switch strings.TrimSpace(in.Content) {
-	case "/attachments":
+	switch trimmed := strings.TrimSpace(in.Content); {
+	case trimmed == "/attachments", trimmed == "" && hasOwnFiles(in.Attachments):
 		chunks = attachmentLines(in.Attachments)
-	case "/markdown":
+	case trimmed == "/markdown":
 		chunks, gap = demoMarkdownChunks(), demoMarkdownGap
 	}
 	if ok {
@@ -202,6 +203,16 @@ func splitWords(s string) []string {
 		words = append(words, s[start:])
 	}
 	return words
+}
+
+// hasOwnFiles reports whether the task's own message carries files.
+func hasOwnFiles(files []task.AttachmentFile) bool {
+	for _, f := range files {
+		if f.Own {
+			return true
+		}
+	}
+	return false
 }
 
 // attachmentLines is the answer to /attachments: a line per attachment of

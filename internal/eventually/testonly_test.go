@@ -21,6 +21,7 @@ var testOnly = []string{
 	"internal/natsbus/natstest",
 	"internal/postgres/pgtest",
 	"internal/syncbuffer",
+	"internal/tracing/tracingtest",
 	"internal/uploads/s3test",
 }
 

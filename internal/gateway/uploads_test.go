@@ -202,6 +202,67 @@ func TestAttachmentsEndToEnd(t *testing.T) {
 	}
 }
 
+// TestFilesWithoutTextEndToEnd: a message may be its files alone, over
+// WebSocket and HTTP; the demo engine answers it with the files it read; a
+// regenerate of that turn sends the same uploads again; empty content
+// without files stays invalid.
+func TestFilesWithoutTextEndToEnd(t *testing.T) {
+	t.Parallel()
+	lu := &lazyUploads{}
+	e := setup(t, withUploads(t, lu))
+	notes := []byte("plain text notes\n")
+	id := path.Base(upload(t, e.srv.URL, e.bearer("ann"), "notes.txt", notes))
+	want := fmt.Sprintf("notes.txt %d %s", len(notes), sha(notes))
+
+	tb := e.dial("ann")
+	answer := func(sub map[string]any) string {
+		t.Helper()
+		r := tb.call(sub)
+		if r.Type != "submitted" {
+			t.Fatalf("submit %v: %s", sub, r.raw)
+		}
+		f := &follower{taskID: r.Task.ID}
+		f.apply(r)
+		for !f.apply(tb.next()) {
+		}
+		if f.status != "done" {
+			t.Fatalf("answer of %v: %s %q", sub, f.status, f.output())
+		}
+		return f.output()
+	}
+	first, convID := newID(), newID()
+	if got := answer(map[string]any{"type": "submit", "task_id": first, "conversation_id": convID,
+		"content": "", "attachments": []string{id}}); got != want {
+		t.Fatalf("files alone: %q, want %q", got, want)
+	}
+	if got := answer(map[string]any{"type": "submit", "task_id": newID(), "conversation_id": convID,
+		"content": "", "attachments": []string{id}, "version_of": first}); got != want {
+		t.Fatalf("regenerated: %q, want %q", got, want)
+	}
+	if r := tb.call(map[string]any{"type": "submit", "task_id": newID(), "conversation_id": convID, "content": ""}); r.Type != "error" || r.Code != "invalid" {
+		t.Fatalf("empty without files: %s", r.raw)
+	}
+	h := tb.call(map[string]any{"type": "history", "conversation_id": convID})
+	if len(h.Messages) != 4 || h.Messages[0].Content != "" || len(h.Messages[0].Attachments) != 1 ||
+		len(h.Messages[2].Attachments) != 1 || h.Messages[2].Attachments[0].ID != id {
+		t.Fatalf("history: %s", h.raw)
+	}
+
+	// HTTP has the same rule; another conversation cannot send the upload.
+	if code, out := e.httpDo("POST", "/v1/tasks", "ann", map[string]any{"task_id": newID(),
+		"conversation_id": newID(), "content": ""}); code != http.StatusBadRequest || errCode(out) != "invalid" {
+		t.Fatalf("POST empty without files: %d %v", code, out)
+	}
+	if code, out := e.httpDo("POST", "/v1/tasks", "ann", map[string]any{"task_id": newID(),
+		"conversation_id": newID(), "content": "", "attachments": []string{id}}); code != http.StatusBadRequest || errCode(out) != "invalid" {
+		t.Fatalf("POST the upload into another conversation: %d %v", code, out)
+	}
+	if code, out := e.httpDo("POST", "/v1/tasks", "ann", map[string]any{"task_id": newID(),
+		"conversation_id": convID, "content": "", "attachments": []string{id}}); code != http.StatusCreated {
+		t.Fatalf("POST files alone: %d %v", code, out)
+	}
+}
+
 // TestAttachmentsRefused: bad attachments are invalid over HTTP and nothing
 // is created; an upload without credentials is 401.
 func TestAttachmentsRefused(t *testing.T) {

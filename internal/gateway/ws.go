@@ -13,6 +13,7 @@ import (
 
 	"github.com/tether-dev/tether/internal/protocol"
 	"github.com/tether-dev/tether/internal/task"
+	"github.com/tether-dev/tether/internal/tracing"
 )
 
 // maxOutFrame caps one coalesced server frame; a burst larger than this is
@@ -345,7 +346,9 @@ func (ss *wsSession) submitTask(req protocol.Request) error {
 
 // subscribeTask follows an existing task: subscribe, then read the
 // snapshot, then catch up from the log.
-func (ss *wsSession) subscribeTask(req protocol.Request) error {
+func (ss *wsSession) subscribeTask(req protocol.Request) (err error) {
+	span := ss.s.startResume(ss.ctx, ss.id.user, req.TaskID, "ws")
+	defer func() { tracing.End(span, err) }()
 	f, err := ss.attach(req.TaskID)
 	if err != nil {
 		return err
@@ -357,6 +360,7 @@ func (ss *wsSession) subscribeTask(req protocol.Request) error {
 		f.stop()
 		return err
 	}
+	resumed(span, t)
 	f.start(t, protocol.Snapshot(req.Req, t), existingTask)
 	ss.keep(req.TaskID, f)
 	return nil

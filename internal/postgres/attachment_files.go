@@ -17,7 +17,10 @@ import (
 // runner a bounded read.
 const attachmentFiles = `
 	WITH t AS (
-		SELECT t.conversation_id, t.attachments, ph.created_at AS ph_at, ph.id AS ph_id
+		SELECT t.conversation_id, ph.created_at AS ph_at, ph.id AS ph_id,
+			(SELECT um.id FROM messages um
+			 WHERE um.task_id = t.id AND um.role = 'user' AND um.created_at = ph.created_at
+			 ORDER BY um.id DESC LIMIT 1) AS own_id
 		FROM tasks t JOIN messages ph ON ph.id = t.assistant_message_id
 		WHERE t.id = $1),
 	w AS (
@@ -27,12 +30,13 @@ const attachmentFiles = `
 			  AND (m.created_at, m.id) < (t.ph_at, t.ph_id)
 			ORDER BY m.created_at DESC, m.id DESC
 			LIMIT $2) m)
-	SELECT u.id, u.name, u.size, u.type, u.message_id, u.id = ANY(t.attachments), u.sha256,
+	SELECT u.id, u.name, u.size, u.type, a.message_id, coalesce(a.message_id = t.own_id, false), u.sha256,
 		u.text IS NOT NULL,
 		CASE WHEN sum(octet_length(u.text)) OVER (
-			ORDER BY w.created_at DESC, w.id DESC, u.position) <= $3 THEN u.text END
-	FROM w JOIN uploads u ON u.message_id = w.id CROSS JOIN t
-	ORDER BY w.created_at, w.id, u.position`
+			ORDER BY w.created_at DESC, w.id DESC, a.position) <= $3 THEN u.text END
+	FROM w JOIN message_attachments a ON a.message_id = w.id
+	JOIN uploads u ON u.id = a.upload_id CROSS JOIN t
+	ORDER BY w.created_at, w.id, a.position`
 
 // Attachments returns what an engine reads of the attachments around a
 // task (task.RunnerStore): its own message's and those of the limit

@@ -40,10 +40,10 @@ func (s *Store) Submit(ctx context.Context, req task.SubmitRequest) (_ task.Subm
 	if err := checkUser(req.UserID); err != nil {
 		return task.SubmitResult{}, err
 	}
-	if err := checkContent(req.Content); err != nil {
+	if req.Attachments, err = checkAttachmentIDs(req.Attachments); err != nil {
 		return task.SubmitResult{}, err
 	}
-	if req.Attachments, err = checkAttachmentIDs(req.Attachments); err != nil {
+	if err := checkContent(req.Content, len(req.Attachments)); err != nil {
 		return task.SubmitResult{}, err
 	}
 	if req.Preamble, err = checkPreamble(req.Preamble); err != nil {
@@ -182,11 +182,20 @@ func submit(ctx context.Context, tx pgx.Tx, req task.SubmitRequest, now time.Tim
 // ensureConversation creates the conversation of a submit (created true) or
 // checks that the existing one is the user's.
 func ensureConversation(ctx context.Context, tx pgx.Tx, req task.SubmitRequest, now time.Time) (created bool, err error) {
+	// A message of files alone names the conversation after its first file.
+	var firstFile string
+	if len(req.Attachments) > 0 {
+		err := tx.QueryRow(ctx, `SELECT name FROM uploads WHERE id = $1 AND user_id = $2`,
+			req.Attachments[0], req.UserID).Scan(&firstFile)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return false, fmt.Errorf("read the first attachment's name: %w", err)
+		}
+	}
 	tag, err := tx.Exec(ctx, `
 		INSERT INTO conversations (id, user_id, title, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $4)
 		ON CONFLICT (id) DO NOTHING`,
-		req.ConversationID, req.UserID, title(req.Content), now)
+		req.ConversationID, req.UserID, task.TitleWithFile(req.Content, firstFile), now)
 	if err != nil {
 		return false, fmt.Errorf("create conversation %s: %w", req.ConversationID, err)
 	}
@@ -249,7 +258,7 @@ func insertTask(ctx context.Context, tx pgx.Tx, req task.SubmitRequest, touch bo
 	if err != nil {
 		return task.Task{}, fmt.Errorf("insert messages: %w", err)
 	}
-	if err := attachUploads(ctx, tx, req.UserID, req.Attachments, userMsg.String(), now); err != nil {
+	if err := attachUploads(ctx, tx, req.UserID, req.ConversationID, req.Attachments, userMsg.String(), now); err != nil {
 		return task.Task{}, err
 	}
 	if touch {

@@ -161,8 +161,8 @@ func TestSubmitAttachments(t *testing.T) {
 		_, err := submitWith(s, "ann", taskID, convID, "look", other...)
 		wantCode(t, err, task.CodeConflict)
 	}
-	// An upload belongs to one message.
-	_, err = submitWith(s, "ann", newID(), convID, "again", a.ID)
+	// An upload belongs to one conversation: another one cannot send it.
+	_, err = submitWith(s, "ann", newID(), newID(), "again", a.ID)
 	wantCode(t, err, task.CodeInvalid)
 
 	msgs, _, err := s.History(ctx, "ann", convID, task.Page{})
@@ -317,5 +317,131 @@ func TestAttachmentsForTheRunner(t *testing.T) {
 	files, err = s.Attachments(ctx, res.Task.ID, 0, 1000)
 	if err != nil || len(files) != 2 {
 		t.Fatalf("own only: %+v %v", files, err)
+	}
+}
+
+// A message may be its files alone (issue 24): empty content needs at least
+// one attachment, and the submit's identity rules are the same as ever.
+func TestFilesWithoutText(t *testing.T) {
+	t.Parallel()
+	s, c := setup(t, postgres.Config{})
+	ctx := context.Background()
+	a := finishedUpload(t, s, c, "ann", "a.txt", "alpha")
+
+	before := rowCounts(t, s)
+	_, err := submitWith(s, "ann", newID(), newID(), "")
+	wantCode(t, err, task.CodeInvalid)
+	_, err = s.SubmitVersion(ctx, task.SubmitRequest{UserID: "ann", TaskID: newID(),
+		ConversationID: newID(), Content: "", VersionOf: newID()})
+	wantCode(t, err, task.CodeInvalid)
+	if after := rowCounts(t, s); after != before {
+		t.Fatalf("refused empty submits wrote rows: %v -> %v", before, after)
+	}
+
+	taskID, convID := newID(), newID()
+	res, err := submitWith(s, "ann", taskID, convID, "", a.ID)
+	if err != nil || !res.Created || res.Task.Input != "" {
+		t.Fatalf("files without text: %+v %v", res, err)
+	}
+	// A repeat is a lookup; with text, or without the file, it is another submit.
+	if res, err := submitWith(s, "ann", taskID, convID, "", a.ID); err != nil || res.Created {
+		t.Fatalf("repeat: %+v %v", res, err)
+	}
+	_, err = submitWith(s, "ann", taskID, convID, "now with text", a.ID)
+	wantCode(t, err, task.CodeConflict)
+	_, err = submitWith(s, "ann", taskID, convID, "")
+	wantCode(t, err, task.CodeInvalid)
+
+	msgs, _, err := s.History(ctx, "ann", convID, task.Page{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 2 || msgs[0].Content != "" || len(msgs[0].Attachments) != 1 || msgs[0].Attachments[0] != a.Attachment() {
+		t.Fatalf("history: %+v", msgs)
+	}
+	convs, _, err := s.Conversations(ctx, "ann", task.Page{})
+	if err != nil || len(convs) != 1 || convs[0].Title != "a.txt" {
+		t.Fatalf("a conversation that began with a file is called after it: %+v %v", convs, err)
+	}
+}
+
+// A regenerated answer and an edited message send their turn's files again:
+// the new user message holds the same uploads, which stay as long as the
+// conversation does, whichever message goes first.
+func TestVersionsSendTheSameFiles(t *testing.T) {
+	t.Parallel()
+	s, c := setup(t, postgres.Config{})
+	ctx := context.Background()
+	a := finishedUpload(t, s, c, "ann", "a.txt", "alpha")
+	b := finishedUpload(t, s, c, "ann", "b.txt", "beta")
+	convID, first := newID(), newID()
+	if _, err := submitWith(s, "ann", first, convID, "", a.ID, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	version := func(content string, ids ...string) task.SubmitResult {
+		t.Helper()
+		c.Advance(time.Second)
+		res, err := s.SubmitVersion(ctx, task.SubmitRequest{UserID: "ann", TaskID: newID(),
+			ConversationID: convID, Content: content, VersionOf: first, Attachments: ids})
+		if err != nil || !res.Created {
+			t.Fatalf("version %q: %+v %v", content, res, err)
+		}
+		return res
+	}
+	regen := version("", a.ID, b.ID)
+	edit := version("now with words", b.ID)
+
+	msgs, _, err := s.History(ctx, "ann", convID, task.Page{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var users []task.Message
+	for _, m := range msgs {
+		if m.Role == task.RoleUser {
+			users = append(users, m)
+		}
+	}
+	if len(users) != 3 || len(users[0].Attachments) != 2 || len(users[1].Attachments) != 2 ||
+		len(users[2].Attachments) != 1 || users[2].Attachments[0] != b.Attachment() ||
+		users[1].Attachments[0] != a.Attachment() || users[1].Attachments[1] != b.Attachment() {
+		t.Fatalf("the versions' files: %+v", users)
+	}
+	// The engine reads each version's own files as its own.
+	for _, v := range []struct {
+		id   string
+		want []string
+	}{{regen.Task.ID, []string{a.ID, b.ID}}, {edit.Task.ID, []string{b.ID}}} {
+		files, err := s.Attachments(ctx, v.id, 200, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var own []string
+		for _, f := range files {
+			if f.Own {
+				own = append(own, f.ID)
+			}
+		}
+		if strings.Join(own, ",") != strings.Join(v.want, ",") {
+			t.Fatalf("own files of %s: %v, want %v (all: %+v)", v.id, own, v.want, files)
+		}
+	}
+	// Held uploads never expire or get swept, and cannot be terminated.
+	c.Advance(72 * time.Hour)
+	if n, err := s.SweepUploads(ctx, 10, func(context.Context, string) error { return nil }); err != nil || n != 0 {
+		t.Fatalf("sweep of held uploads: %d %v", n, err)
+	}
+	wantCode(t, s.DiscardUpload(ctx, "ann", b.ID), task.CodeConflict)
+	// Another conversation cannot hold them.
+	_, err = submitWith(s, "ann", newID(), newID(), "", a.ID)
+	wantCode(t, err, task.CodeInvalid)
+	// Deleting the conversation lets them go, with every message that held them.
+	if err := s.DeleteConversation(ctx, "ann", convID); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.SweepUploads(ctx, 10, func(context.Context, string) error { return nil }); err != nil || n != 2 {
+		t.Fatalf("sweep after delete: %d %v", n, err)
+	}
+	if n := count(t, s, `SELECT count(*) FROM message_attachments`); n != 0 {
+		t.Fatalf("%d message attachments left", n)
 	}
 }

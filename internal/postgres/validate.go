@@ -37,9 +37,11 @@ func checkUser(userID string) error {
 	return nil
 }
 
-// checkContent checks a submitted message: 1..MaxContentBytes bytes of text.
-func checkContent(content string) error {
-	if content == "" {
+// checkContent checks a submitted message: 1..MaxContentBytes bytes of text,
+// or none at all when it carries files (attachments is how many): a message
+// may be its files alone.
+func checkContent(content string, attachments int) error {
+	if content == "" && attachments == 0 {
 		return task.Errorf(task.CodeInvalid, "content is empty")
 	}
 	if len(content) > task.MaxContentBytes {

@@ -43,10 +43,10 @@ func (s *Store) SubmitVersion(ctx context.Context, req task.SubmitRequest) (_ ta
 	if err := checkUser(req.UserID); err != nil {
 		return task.SubmitResult{}, err
 	}
-	if err := checkContent(req.Content); err != nil {
+	if req.Attachments, err = checkAttachmentIDs(req.Attachments); err != nil {
 		return task.SubmitResult{}, err
 	}
-	if req.Attachments, err = checkAttachmentIDs(req.Attachments); err != nil {
+	if err := checkContent(req.Content, len(req.Attachments)); err != nil {
 		return task.SubmitResult{}, err
 	}
 	if req.Preamble, err = checkPreamble(req.Preamble); err != nil {

@@ -135,6 +135,10 @@ func DecodeRequest(data []byte) (Request, error) {
 			return r, err
 		}
 	}
+	// A message may be files alone: empty content needs an attachment.
+	if fields.content && r.Content == "" && len(r.Attachments) == 0 {
+		return r, task.Errorf(task.CodeInvalid, "content: empty")
+	}
 	if fields.turn {
 		if r.ParentTaskID, err = decodeOptionalUUID(obj, "parent_task_id"); err != nil {
 			return r, err
@@ -215,9 +219,6 @@ func decodeContent(obj map[string]json.RawMessage) (string, error) {
 	s, err := decodeString("content", raw)
 	if err != nil {
 		return "", err
-	}
-	if s == "" {
-		return "", task.Errorf(task.CodeInvalid, "content: empty")
 	}
 	if !rawStringIsUTF8(raw) {
 		return "", task.Errorf(task.CodeInvalid, "content: not valid UTF-8")

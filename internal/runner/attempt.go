@@ -10,8 +10,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/tether-dev/tether/internal/engine"
 	"github.com/tether-dev/tether/internal/task"
+	"github.com/tether-dev/tether/internal/tracing"
 )
 
 // Why an attempt's engine was stopped (the cause of its context).
@@ -64,6 +68,9 @@ type attempt struct {
 	full chan struct{}
 
 	claimed task.Task
+	// span is the claim's span context, the parent of the attempt's spans
+	// (engine, snapshots, finish); invalid when tracing is off.
+	span trace.SpanContext
 
 	// pubMu serialises handing events to the publisher with cutting the
 	// batch: events are published in seq order, and a cut's publisher holds
@@ -183,7 +190,7 @@ func (a *attempt) run() {
 			a.log.Error("attachments unavailable: the attempt fails", "err", err)
 			err = &engine.Failure{Message: errAttachments}
 		case err == nil:
-			err = a.r.cfg.Engine.Run(a.ctx, in, a)
+			err = a.runEngine(in)
 		}
 		if errors.Is(err, engine.ErrCannotContinue) && a.claimed.Keep > 0 && !a.engineWrote() {
 			a.log.Warn("engine cannot continue the kept answer: starting it over as a new attempt",
@@ -205,6 +212,26 @@ func (a *attempt) run() {
 	}
 	stopHeartbeat()
 	<-heartbeatDone
+}
+
+// runEngine runs the engine on in, in a span of its own.
+func (a *attempt) runEngine(in engine.Input) error {
+	ctx, span := a.startSpan(a.ctx, tracing.SpanEngine)
+	err := a.r.cfg.Engine.Run(ctx, in, a)
+	if err != nil && errors.Is(err, context.Cause(a.ctx)) {
+		// Stopped (cancel, fencing, shutdown): not the engine's failure.
+		span.SetAttributes(tracing.KeyOutcome.String("stopped: " + err.Error()))
+		span.End()
+		return err
+	}
+	tracing.End(span, err)
+	return err
+}
+
+// startSpan starts a span of the attempt, a child of its claim's.
+func (a *attempt) startSpan(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	return a.r.tracer.Start(trace.ContextWithSpanContext(ctx, a.span), name,
+		trace.WithAttributes(tracing.Task(a.claimed.ID, a.claimed.Attempt)...), trace.WithAttributes(attrs...))
 }
 
 // Delta implements engine.Output. Text is made valid UTF-8 without NUL

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/tether-dev/tether/internal/engine"
 	"github.com/tether-dev/tether/internal/task"
 )
@@ -55,6 +57,9 @@ type Config struct {
 	Now func() time.Time
 	// Logger; default slog.Default().
 	Logger *slog.Logger
+	// Tracing is the process's tracer provider (internal/tracing); nil:
+	// no spans.
+	Tracing trace.TracerProvider
 }
 
 // Defaults of Config; internal/config declares its settings with them.

@@ -40,8 +40,8 @@ type Bus interface {
 	// PublishUserTask sends the user's "task" event (PROTOCOL.md section 4).
 	PublishUserTask(userID string, t task.Task) error
 	// SubscribeCancels calls fn with the task id of every cancel request,
-	// until unsubscribe is called.
-	SubscribeCancels(fn func(taskID string)) (unsubscribe func() error, err error)
+	// until unsubscribe is called; ctx carries the request's trace context.
+	SubscribeCancels(fn func(ctx context.Context, taskID string)) (unsubscribe func() error, err error)
 	// OnReconnect registers fn to run whenever the connection to NATS
 	// comes back after it was lost.
 	OnReconnect(fn func())

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/internal/task"
+	"github.com/tether-dev/tether/internal/tracing"
 )
 
 // The attempt's publishing path. Events are published asynchronously and
@@ -115,7 +116,9 @@ func (a *attempt) snapshot(onlyFull bool) {
 	sn.StreamPos = pos
 	// A store that does not answer must not hold the attempt past its lease.
 	ctx, cancel := context.WithTimeout(a.io, a.r.cfg.Lease/2)
+	ctx, span := a.startSpan(ctx, tracing.SpanSnapshot, tracing.KeySeq.Int64(sn.Seq))
 	err = a.r.store.SaveSnapshot(ctx, sn)
+	tracing.End(span, err)
 	cancel()
 	switch {
 	case errors.Is(err, task.ErrFenced):

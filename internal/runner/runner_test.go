@@ -83,7 +83,7 @@ func TestCancelWhileRunning(t *testing.T) {
 	if err != nil || !res.Requested {
 		t.Fatalf("cancel: %+v %v", res, err)
 	}
-	if err := e.bus.RequestCancel(tk.ID); err != nil {
+	if err := e.bus.RequestCancel(context.Background(), tk.ID); err != nil {
 		t.Fatal(err)
 	}
 	cancelled := e.waitStatus(tk.ID, task.StatusCancelled)

@@ -24,7 +24,13 @@ var (
 // "/stream 300 30" is shown as it was typed. The browser makes the same
 // title for a conversation it has not heard back about (frontend
 // src/lib/titles.ts); testdata/titles.json holds both to the same cases.
-func Title(content string) string {
+func Title(content string) string { return TitleWithFile(content, "") }
+
+// TitleWithFile is Title for a first message that carries files: when its
+// text gives no title (a message of files alone), the conversation is
+// called after its first file, the name as it is (whitespace collapsed,
+// cut like any title). firstFile is "" for a message without files.
+func TitleWithFile(content, firstFile string) string {
 	var lines []string
 	for _, l := range strings.Split(content, "\n") {
 		l = strings.TrimSpace(l)
@@ -40,6 +46,9 @@ func Title(content string) string {
 	line = titleLink.ReplaceAllString(line, "$1")
 	line = titleMarkup.ReplaceAllString(line, "")
 	line = strings.Join(strings.Fields(line), " ")
+	if line == "" {
+		line = strings.Join(strings.Fields(firstFile), " ")
+	}
 	if line == "" {
 		return "New conversation"
 	}

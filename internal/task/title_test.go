@@ -14,14 +14,17 @@ func TestTitle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cases []struct{ In, Want string }
+	var cases []struct{ In, File, Want string }
 	if err := json.Unmarshal(b, &cases); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range cases {
-		got := Title(c.In)
+		got := TitleWithFile(c.In, c.File)
 		if got != c.Want {
-			t.Errorf("Title(%q) = %q, want %q", c.In, got, c.Want)
+			t.Errorf("TitleWithFile(%q, %q) = %q, want %q", c.In, c.File, got, c.Want)
+		}
+		if c.File == "" && Title(c.In) != got {
+			t.Errorf("Title(%q) = %q, want %q", c.In, Title(c.In), got)
 		}
 		if n := utf8.RuneCountInString(got); n > TitleRunes {
 			t.Errorf("Title(%q) has %d runes", c.In, n)

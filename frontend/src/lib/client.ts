@@ -293,7 +293,8 @@ export class TetherClient {
    * message and an assistant placeholder show at once. If the connection is
    * down the submit waits for it, and after any reconnect it is sent again
    * with the same id until the server confirms it. attachments are finished
-   * uploads (see Uploads) that the message carries, in order.
+   * uploads (see Uploads) that the message carries, in order; with at least
+   * one, the text may be empty (a message of files alone).
    */
   submit(content: string, conversationId: string = this.thread.id, attachments: Attachment[] = [], place: { version_of?: string } = {}): string {
     return this.submits.submit(content, conversationId, attachments, place);
@@ -315,14 +316,14 @@ export class TetherClient {
     this.submits.retry(taskId);
   }
 
-  /** Generates an answer again, as a new version of its turn; the earlier one stays. Returns the new task id. */
+  /** Generates an answer again, as a new version of its turn, with the turn's files; the earlier one stays. Returns the new task id. */
   regenerate(taskId: string): string {
     return this.submits.regenerate(taskId);
   }
 
-  /** Sends an edited message as a new version of its turn; the earlier one stays. Returns the new task id. */
-  editAndResend(taskId: string, content: string): string {
-    return this.submits.editAndResend(taskId, content);
+  /** Sends an edited message as a new version of its turn, with the turn's files (or those given); the earlier one stays. Returns the new task id. */
+  editAndResend(taskId: string, content: string, attachments?: Attachment[]): string {
+    return this.submits.editAndResend(taskId, content, attachments);
   }
 
   /** Shows another version of a turn (and, after it, the newest path of what follows it). */

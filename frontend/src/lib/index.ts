@@ -50,5 +50,7 @@ export { browserFileVault, memoryFileVault, browserLocks, browserUploadPlatform,
 export { randomUUID } from './uuid';
 export { parseRoute, conversationPath, startConversation, type Route } from './routes';
 export { describeError, describeTaskError, describeTooLong, type HumanError } from './errortext';
+export { draftSize, draftSizeLevel, draftSizeAnnouncement, warnShare, type DraftSize, type DraftSizeLevel } from './draftsize';
+export { nextTheme, parseTheme, readTheme, saveTheme, themeLabel, themes, type Theme } from './theme';
 export { nextAnnouncement, speakable, type Announcement } from './sentences';
 export * from './protocol';

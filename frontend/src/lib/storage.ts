@@ -19,6 +19,8 @@ export const StorageKeys = {
   conversation: 'tether.v1.conversation',
   active: 'tether.v1.active',
   pending: 'tether.v1.pending',
+  /** The colour theme chosen (theme.ts); absent means the system's. */
+  theme: 'tether.v1.theme',
 } as const;
 
 /** Pending submits kept at most; older ones are the least likely to matter. */

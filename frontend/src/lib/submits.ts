@@ -45,10 +45,17 @@ export class Submits {
 
   constructor(private readonly p: SubmitsParts) {}
 
-  /** Submits content to a conversation and returns the new task id (see TetherClient.submit). */
+  /**
+   * Submits content to a conversation and returns the new task id (see
+   * TetherClient.submit). A message may be its files alone: blank text with
+   * at least one attachment is sent as the empty text.
+   */
   submit(content: string, conversationId: string, attachments: Attachment[] = [], place: { version_of?: string } = {}): string {
     const { thread, tasks } = this.p;
-    if (content.trim() === '') throw new Error('empty message');
+    if (content.trim() === '') {
+      if (attachments.length === 0) throw new Error('empty message');
+      content = '';
+    }
     if (new TextEncoder().encode(content).length > Limits.maxContentBytes) {
       throw new Error(`message longer than ${Limits.maxContentBytes} bytes`);
     }
@@ -66,16 +73,32 @@ export class Submits {
     return id;
   }
 
-  /** Generates an answer again, as a new version of its turn; the earlier one stays. Returns the new task id. */
+  /**
+   * Generates an answer again, as a new version of its turn; the earlier one
+   * stays. The new turn sends the same text and the same files (the uploads
+   * are the turn's, which its conversation may send again). Returns the new
+   * task id.
+   */
   regenerate(taskId: string): string {
-    const content = this.p.thread.userMessage(taskId)?.content ?? this.p.tasks.get(taskId)?.content;
-    if (!content) throw new Error('nothing to regenerate');
-    return this.submit(content, this.p.thread.id, [], { version_of: taskId });
+    const { content, attachments } = this.turnInput(taskId);
+    if (content === undefined || (content === '' && attachments.length === 0)) throw new Error('nothing to regenerate');
+    return this.submit(content, this.p.thread.id, attachments, { version_of: taskId });
   }
 
-  /** Sends an edited message as a new version of its turn; the earlier one stays. Returns the new task id. */
-  editAndResend(taskId: string, content: string): string {
-    return this.submit(content, this.p.thread.id, [], { version_of: taskId });
+  /**
+   * Sends an edited message as a new version of its turn; the earlier one
+   * stays. It keeps the turn's files unless attachments says which to send
+   * (a subset the user kept). Returns the new task id.
+   */
+  editAndResend(taskId: string, content: string, attachments?: Attachment[]): string {
+    return this.submit(content, this.p.thread.id, attachments ?? this.turnInput(taskId).attachments, { version_of: taskId });
+  }
+
+  /** What a turn's user message sent: its text and its files. */
+  private turnInput(taskId: string): { content: string | undefined; attachments: Attachment[] } {
+    const msg = this.p.thread.userMessage(taskId);
+    const s = this.p.tasks.get(taskId);
+    return { content: msg?.content ?? s?.content, attachments: msg?.attachments ?? s?.attachments ?? [] };
   }
 
   /** Asks the server to cancel a task; idempotent, and it waits for the connection if it is down. */
@@ -117,9 +140,9 @@ export class Submits {
     const userMsg = thread.userMessage(taskId);
     const content = s?.content ?? userMsg?.content ?? s?.task?.input;
     const conv = s?.conversation_id ?? userMsg?.conversation_id ?? thread.id;
-    if (!content) throw new Error('nothing to retry');
     // The same attachments, or the server would see another submit (conflict).
     const attachments = s?.attachments ?? userMsg?.attachments ?? [];
+    if (content === undefined || (content === '' && attachments.length === 0)) throw new Error('nothing to retry');
     const submit: PendingSubmit = { task_id: taskId, conversation_id: conv, content, ...(attachments.length ? { attachments } : {}) };
     this.p.pointers.recordSubmit(submit);
     const st = s ?? newTaskState(taskId, conv);
@@ -129,7 +152,7 @@ export class Submits {
     st.cancelling = false;
     st.task = undefined;
     tasks.set(st);
-    this.p.list.touch(conv, titleFrom(content), taskId, nowISO(this.p.platform));
+    this.p.list.touch(conv, titleFrom(content, attachments[0]?.name), taskId, nowISO(this.p.platform));
     tasks.changed(st);
     this.p.channel?.post({ kind: 'retry', ...submit });
     this.p.subscriptions.follow(taskId, submit);
@@ -150,7 +173,7 @@ export class Submits {
     this.p.thread.addLocal(p, now);
     const existing = list.find(p.conversation_id);
     if (!fromStore || !existing || existing.active_task_id !== p.task_id) {
-      list.touch(p.conversation_id, existing?.title || titleFrom(p.content), p.task_id, now);
+      list.touch(p.conversation_id, existing?.title || titleFrom(p.content, p.attachments?.[0]?.name), p.task_id, now);
     }
     tasks.changed(st);
   }

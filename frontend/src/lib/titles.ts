@@ -13,8 +13,10 @@ const fence = /^```+\s*\S*$/;
  * Markdown markup dropped, whitespace collapsed, cut at a word boundary
  * after at most 48 characters with "…". Directives such as "/stream 300
  * 30" stay as typed. The client shows it until the server's list arrives.
+ * A message whose text gives no title (files alone) is called after its
+ * first file, the name as it is (whitespace collapsed, cut alike).
  */
-export function titleFrom(content: string): string {
+export function titleFrom(content: string, firstFile = ''): string {
   const lines: string[] = [];
   for (const raw of content.split('\n')) {
     const l = raw.trim();
@@ -26,6 +28,7 @@ export function titleFrom(content: string): string {
   }
   let line = lines.join(' ').replace(link, '$1').replace(markup, '');
   line = line.split(/\s+/).filter(Boolean).join(' ');
+  if (line === '') line = firstFile.split(/\s+/).filter(Boolean).join(' ');
   if (line === '') return 'New conversation';
   const runes = [...line];
   if (runes.length <= titleRunes) return line;

@@ -148,7 +148,8 @@ export function buildMessages(messages: ChatMessage[], tasks: ReadonlyMap<string
     if (v.status !== 'failed' || !v.task_id || busy) continue;
     const s = tasks.get(v.task_id);
     if (s?.localError && !s.localError.retryable) continue;
-    v.canRetry = !!(s?.content ?? inputs.get(v.task_id) ?? s?.task?.input);
+    // A message of files alone has the empty text: it can be sent again too.
+    v.canRetry = (s?.content ?? inputs.get(v.task_id) ?? s?.task?.input) !== undefined;
   }
   return out;
 }
@@ -157,20 +158,20 @@ export function buildMessages(messages: ChatMessage[], tasks: ReadonlyMap<string
  * The messages of the path of turns to show (the version chosen at each
  * turn, else the newest), each with where its turn stands among its
  * versions, and whether it can be regenerated or edited: only finished
- * turns of the path, without attachments (files belong to one message),
- * and not while any answer of the conversation is in progress.
+ * turns of the path (with or without files: a version sends its turn's
+ * files again), and not while any answer of the conversation is in
+ * progress.
  */
 export function showPath(all: ViewMessage[], chosen: ReadonlyMap<string, string>): ViewMessage[] {
   const { path, versions } = pickPath(all, chosen);
   const on = new Set(path);
   const busy = all.some((m) => m.status === 'generating');
-  const withFiles = new Set(all.filter((m) => m.role === 'user' && m.attachments.length > 0).map((m) => m.task_id));
   return all
     .filter((m) => !m.task_id || on.has(m.task_id))
     .map((m) => {
       if (!m.task_id) return m;
       const v = versions.get(m.task_id) ?? null;
-      const settled = !busy && !m.local && !withFiles.has(m.task_id);
+      const settled = !busy && !m.local;
       return {
         ...m,
         versions: v && v.count > 1 ? v : null,

@@ -1,17 +1,20 @@
-import { describeError, describeTooLong, Limits, TetherClient, TetherError, utf8ByteLength, type ConversationItem, type ConversationView, type Uploads } from '../lib';
+import { describeError, describeTooLong, Limits, TetherClient, TetherError, utf8ByteLength, type ConversationItem, type ConversationView, type KeyValue, type Uploads } from '../lib';
 import { Address } from './address';
 import { Composer } from './composer';
 import { h, text } from './dom';
+import { icon } from './icons';
 import { Indicator } from './indicator';
 import { MessageList } from './messages';
 import { Sidebar } from './sidebar';
+import { ThemeButton } from './theme';
+import { exampleButtons } from './welcome';
 
 /**
  * The chat UI: a thin layer that renders what the client and the upload
  * manager say and forwards what the user does. It holds no state of its own
  * that matters after a reload.
  */
-export function mountApp(root: HTMLElement, client: TetherClient, uploads: Uploads): void {
+export function mountApp(root: HTMLElement, client: TetherClient, uploads: Uploads, storage: KeyValue | null = null): void {
   let view: ConversationView = client.view();
   let list: ConversationItem[] = client.conversations;
 
@@ -59,14 +62,14 @@ export function mountApp(root: HTMLElement, client: TetherClient, uploads: Uploa
         toast(err instanceof Error ? err.message : String(err));
       }
     },
-    edit: (id, content) => {
+    edit: (id, content, attachments) => {
       const bytes = utf8ByteLength(content);
       if (bytes > Limits.maxContentBytes) {
         toast(describeTooLong(bytes, Limits.maxContentBytes).text);
         return;
       }
       try {
-        client.editAndResend(id, content);
+        client.editAndResend(id, content, attachments);
         composer.input.focus();
       } catch (err) {
         toast(err instanceof Error ? err.message : String(err));
@@ -104,6 +107,13 @@ export function mountApp(root: HTMLElement, client: TetherClient, uploads: Uploa
     attach: (files) => {
       for (const problem of uploads.add(client.conversationId, files)) toast(problem);
     },
+    // A draft too long to send: the same text, byte for byte, as a file uploaded like any other.
+    attachText: (value) => {
+      const file = new File([value], 'message.txt', { type: 'text/plain;charset=utf-8' });
+      const problems = uploads.add(client.conversationId, [file]);
+      for (const problem of problems) toast(problem);
+      return problems.length === 0;
+    },
     pause: (key) => uploads.pause(key),
     resume: (key) => uploads.resume(key),
     remove: (key) => uploads.remove(key),
@@ -111,6 +121,11 @@ export function mountApp(root: HTMLElement, client: TetherClient, uploads: Uploa
   const indicator = new Indicator(() => Date.now(), () => client.connection.reconnectNow());
   const menu = h('button', { type: 'button', class: 'menu-button', 'aria-label': 'Show conversations', 'aria-controls': 'sidebar', 'data-testid': 'menu-button' }, h('span', { 'aria-hidden': 'true' }, '☰'));
   menu.addEventListener('click', () => root.classList.toggle('drawer-open'));
+  // At phone width the sidebar, with its New chat, is a drawer: the header has one too.
+  const newButton = h('button', { type: 'button', class: 'top-button new-top', 'aria-label': 'New chat', title: 'New chat', 'data-testid': 'header-new-conversation' }, icon('compose'));
+  newButton.addEventListener('click', () => newChat());
+  const theme = new ThemeButton(storage);
+  messages.empty.append(exampleButtons((prompt) => composer.fill(prompt)));
   const title = h('h1', { class: 'chat-title', 'data-testid': 'chat-title' });
   const noticeText = h('span', { 'data-testid': 'notice-text' });
   const noticeDetail = h('code', { 'data-testid': 'notice-detail' });
@@ -138,7 +153,7 @@ export function mountApp(root: HTMLElement, client: TetherClient, uploads: Uploa
   root.replaceChildren(
     sidebar.el,
     scrim,
-    h('main', { class: 'chat' }, h('header', { class: 'topbar' }, menu, title, indicator.el), messages.frame, address.notFound, notice, composer.el),
+    h('main', { class: 'chat' }, h('header', { class: 'topbar' }, menu, newButton, title, indicator.el, theme.el), messages.frame, address.notFound, notice, composer.el),
   );
 
   let noticeTimer: number | undefined;
@@ -196,6 +211,7 @@ export function mountApp(root: HTMLElement, client: TetherClient, uploads: Uploa
   });
   client.events.on('conversations', (l) => {
     list = l;
+    sidebar.loaded = true;
     sidebar.render(l, view.id, client.hasOlderConversations);
     renderTitle();
   });

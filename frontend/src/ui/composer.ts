@@ -1,4 +1,4 @@
-import { formatBytes, type DraftView } from '../lib';
+import { draftSize, draftSizeAnnouncement, formatBytes, Limits, type DraftSizeLevel, type DraftView } from '../lib';
 import { attr, h, text } from './dom';
 import { icon } from './icons';
 
@@ -8,6 +8,8 @@ export interface ComposerActions {
   send(text: string): boolean;
   /** Files the user picked, dropped or pasted. */
   attach(files: File[]): void;
+  /** Attaches the text as a file (a draft too long to send); false when it was refused. */
+  attachText(text: string): boolean;
   pause(key: string): void;
   resume(key: string): void;
   remove(key: string): void;
@@ -27,10 +29,16 @@ interface Chip {
  * The message box: Enter sends, Shift+Enter adds a line. Files come in by
  * the attach button, by dropping them on the box or by pasting; each shows
  * as a chip with its progress bar and pause/resume and remove buttons, and
- * the message can be sent once every file is uploaded. While the open
+ * the message can be sent once every file is uploaded; files alone, without
+ * text, are a message too. While the open
  * conversation has an answer in progress there is no way to send: the
  * button is disabled and says why, so a running task never gets a "send
  * again".
+ *
+ * Near the size limit (in UTF-8 bytes, PROTOCOL.md section 4) a counter
+ * shows; past it Send is disabled, the counter says why and offers to turn
+ * the draft into a text file attachment. A screen reader hears the counter
+ * only when it crosses a threshold, never on every key.
  */
 export class Composer {
   readonly el: HTMLFormElement;
@@ -47,7 +55,15 @@ export class Composer {
   private failed = 0;
   /** Failed files that trying again may fix. */
   private retryable = 0;
+  /** Files uploaded and ready to go: enough to send without text. */
+  private ready = 0;
   private depth = 0;
+  private readonly size: HTMLElement;
+  private readonly sizeText: HTMLElement;
+  private readonly sizeReason: HTMLElement;
+  private readonly sizeSaid: HTMLElement;
+  private readonly asFile: HTMLButtonElement;
+  private level: DraftSizeLevel = 'quiet';
 
   constructor(private readonly actions: ComposerActions) {
     this.input = h('textarea', { rows: '1', placeholder: 'Message Tether', 'aria-label': 'Message', 'data-testid': 'composer-input', enterkeyhint: 'send' });
@@ -56,12 +72,21 @@ export class Composer {
     const attachButton = h('button', { type: 'button', class: 'attach', 'aria-label': 'Attach files', title: 'Attach files', 'data-testid': 'attach-button' }, icon('clip'));
     this.drafts = h('div', { class: 'drafts', 'data-testid': 'draft-list', hidden: true });
     this.hint = h('div', { class: 'hint', 'data-testid': 'composer-hint' });
-    this.box = h('div', { class: 'composer-box' }, this.drafts, h('div', { class: 'composer-row' }, attachButton, this.file, this.input, this.button));
-    this.el = h('form', { class: 'composer', 'data-testid': 'composer' }, this.box, this.hint);
+    this.sizeText = h('span', { class: 'size-text', 'data-testid': 'draft-size-text' });
+    this.sizeReason = h('span', { class: 'size-reason', 'data-testid': 'draft-size-reason' });
+    const asFile = (this.asFile = h('button', { type: 'button', class: 'size-file', 'data-testid': 'send-as-file' }, icon('file'), 'Attach as a file'));
+    this.size = h('div', { class: 'size', id: 'draft-size', 'data-testid': 'draft-size', hidden: true }, this.sizeText, this.sizeReason, asFile);
+    this.sizeSaid = h('div', { class: 'sr-only', 'aria-live': 'polite', 'data-testid': 'draft-size-announcer' });
+    this.box = h('div', { class: 'composer-box' }, this.drafts, h('div', { class: 'composer-row' }, attachButton, this.file, this.input, this.button), this.size);
+    this.el = h('form', { class: 'composer', 'data-testid': 'composer' }, this.box, this.hint, this.sizeSaid);
+    asFile.addEventListener('click', () => {
+      if (!actions.attachText(this.input.value)) return;
+      this.fill('');
+    });
 
     const send = () => {
       const value = this.input.value;
-      if (this.busy || this.waiting + this.failed > 0 || value.trim() === '') return;
+      if (!this.canSend()) return;
       if (actions.send(value)) {
         this.input.value = '';
         this.grow();
@@ -107,6 +132,15 @@ export class Composer {
     this.sync();
   }
 
+  /** Puts text in the box (an example prompt) with the caret at its end, ready to send. */
+  fill(value: string): void {
+    this.input.value = value;
+    this.grow();
+    this.sync();
+    this.input.focus();
+    this.input.setSelectionRange(value.length, value.length);
+  }
+
   setBusy(busy: boolean): void {
     this.busy = busy;
     this.sync();
@@ -138,6 +172,7 @@ export class Composer {
     this.waiting = list.filter((d) => d.state === 'uploading' || d.state === 'paused').length;
     this.failed = list.filter((d) => d.state === 'failed').length;
     this.retryable = list.filter((d) => d.state === 'failed' && !d.final).length;
+    this.ready = list.filter((d) => d.state === 'done').length;
     this.sync();
   }
 
@@ -219,8 +254,14 @@ export class Composer {
     });
   }
 
+  /** Nothing holds the message back, and there is something to send: text, or files. */
+  private canSend(): boolean {
+    return !this.busy && this.waiting + this.failed === 0 && (this.input.value.trim() !== '' || this.ready > 0);
+  }
+
   private sync(): void {
-    this.button.disabled = this.busy || this.waiting + this.failed > 0 || this.input.value.trim() === '';
+    const over = this.syncSize();
+    this.button.disabled = !this.canSend() || over;
     this.el.dataset.busy = String(this.busy);
     this.hint.textContent = this.busy
       ? 'An answer is in progress. Stop it (Escape, with the box empty) or wait for it to finish.'
@@ -229,6 +270,27 @@ export class Composer {
         : this.waiting > 0
           ? `Sending waits for ${this.waiting === 1 ? 'the upload' : `${this.waiting} uploads`} to finish.`
           : 'Enter to send, Shift+Enter for a new line. Drop files here to attach them.';
+  }
+
+  /** Shows the byte counter near the limit; true when the draft is over it. */
+  private syncSize(): boolean {
+    const s = draftSize(this.input.value, Limits.maxContentBytes);
+    const said = draftSizeAnnouncement(this.level, s);
+    if (said !== null) this.sizeSaid.textContent = said;
+    this.level = s.level;
+    this.size.hidden = s.level === 'quiet';
+    this.size.dataset.level = s.level;
+    if (this.sizeText.textContent !== s.label) this.sizeText.textContent = s.label;
+    this.sizeReason.textContent = s.level === 'over' ? 'Too long to send as a message.' : '';
+    this.asFile.hidden = s.level !== 'over';
+    if (s.level === 'over') {
+      this.button.setAttribute('aria-describedby', 'draft-size');
+      this.button.title = 'Too long to send as a message';
+    } else {
+      this.button.removeAttribute('aria-describedby');
+      this.button.removeAttribute('title');
+    }
+    return s.level === 'over';
   }
 
   private grow(): void {

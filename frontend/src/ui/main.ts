@@ -6,6 +6,7 @@ import {
   memoryFileVault,
   Paths,
   randomUUID,
+  readTheme,
   startConversation,
   TetherClient,
   Uploads,
@@ -13,7 +14,12 @@ import {
 } from '../lib';
 import { mountApp } from './app';
 import './styles.css';
+import { applyTheme } from './theme';
 import { fetchMaxSize, tusTransport } from './tus-transport';
+
+// The chosen theme first, before anything is drawn: no flash of the other one.
+// (Not an inline script in index.html: a Content-Security-Policy would block it.)
+applyTheme(readTheme(localStorageOrNull()));
 
 /**
  * Entry point. The page itself was the first HTTP request, so the gateway has
@@ -36,7 +42,7 @@ const uploads = new Uploads({
   endpoint,
   listen: listenDrafts,
 });
-mountApp(document.getElementById('app')!, client, uploads);
+mountApp(document.getElementById('app')!, client, uploads, localStorageOrNull());
 // The URL names the conversation to open (F5, a bookmark, a new tab); `/` opens the stored one.
 void client.start(startConversation(location.pathname, randomUUID));
 uploads.start();

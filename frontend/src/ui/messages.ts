@@ -42,8 +42,8 @@ export interface MessageActions {
   older(): void;
   /** A new version of a finished answer. */
   regenerate(taskId: string): void;
-  /** The message, edited, sent as a new version of its turn. */
-  edit(taskId: string, content: string): void;
+  /** The message, edited, sent as a new version of its turn with the files the user kept. */
+  edit(taskId: string, content: string, attachments: Attachment[]): void;
   /** Shows another version of a turn. */
   show(taskId: string): void;
 }
@@ -60,7 +60,8 @@ export class MessageList {
   readonly el: HTMLElement;
   private readonly inner: HTMLElement;
   private readonly top: HTMLElement;
-  private readonly empty: HTMLElement;
+  /** What an empty conversation shows (the app adds its examples). */
+  readonly empty: HTMLElement;
   private readonly rows = new Map<string, Row>();
   private conversation = '';
   /** The list and the button that takes the reader back to the newest message. */
@@ -114,16 +115,33 @@ export class MessageList {
     });
   }
 
-  /** Turns a user message into a box to edit it in; sending it makes a new version of its turn. */
+  /**
+   * Turns a user message into a box to edit it in; sending it makes a new
+   * version of its turn. The message's files come along as chips, and the
+   * user may take some out; files alone, without text, can be sent too.
+   */
   private startEdit(key: string): void {
     const r = this.rows.get(key);
     const task = r?.el.dataset.taskId;
     if (!r || !task || r.editor) return;
     const input = h('textarea', { class: 'edit-input', 'data-testid': 'edit-input', 'aria-label': 'Edit message', rows: '3' });
     input.value = r.body.textContent ?? '';
+    let kept = [...(r.shown?.attachments ?? [])];
+    const files = h('div', { class: 'attachments editor-files', 'data-testid': 'edit-attachments', hidden: kept.length === 0 });
     const send = h('button', { type: 'button', class: 'button', 'data-testid': 'edit-send' }, 'Send');
+    const sync = () => {
+      files.replaceChildren(...kept.map((a) => editChip(a, () => {
+        kept = kept.filter((k) => k.id !== a.id);
+        sync();
+        (files.querySelector('button') ?? input).focus();
+      })));
+      hide(files, kept.length === 0);
+      disable(send, input.value.trim() === '' && kept.length === 0);
+    };
+    sync();
+    input.addEventListener('input', () => disable(send, input.value.trim() === '' && kept.length === 0));
     const cancel = h('button', { type: 'button', class: 'button subtle', 'data-testid': 'edit-cancel' }, 'Cancel');
-    const editor = h('div', { class: 'editor', 'data-testid': 'editor' }, input, h('div', { class: 'editor-actions' }, cancel, send));
+    const editor = h('div', { class: 'editor', 'data-testid': 'editor' }, files, input, h('div', { class: 'editor-actions' }, cancel, send));
     // The focus goes back to Edit (or, when the message can no longer be
     // edited, to the list), never to nowhere; a sent edit then moves it on.
     const close = () => {
@@ -131,14 +149,15 @@ export class MessageList {
       editor.remove();
       r.editor = null;
       r.body.hidden = false;
+      r.el.classList.remove('editing');
       r.edit.hidden = !(r.shown?.canEdit ?? true);
       if (had) (r.edit.hidden ? this.el : r.edit).focus();
     };
     const submit = () => {
       const value = input.value;
-      if (value.trim() === '') return;
+      if (value.trim() === '' && kept.length === 0) return;
       close();
-      this.handlers.edit(task, value);
+      this.handlers.edit(task, value, kept);
     };
     send.addEventListener('click', submit);
     cancel.addEventListener('click', close);
@@ -154,6 +173,7 @@ export class MessageList {
     });
     r.editor = editor;
     r.body.hidden = true;
+    r.el.classList.add('editing');
     r.edit.hidden = true;
     r.body.after(editor);
     input.focus();
@@ -323,6 +343,8 @@ export class MessageList {
     const generating = m.status === 'generating';
     if (r.md) r.md.set(m.content, !generating);
     else text(r.body, m.content);
+    // A message of files alone shows its chips, not an empty bubble.
+    r.el.classList.toggle('files-only', m.role === 'user' && m.content === '' && m.attachments.length > 0);
     hide(r.copy, m.role !== 'assistant' || generating || m.content === '');
     const filesKey = m.attachments.map((a) => a.id).join(',');
     if (filesKey !== r.filesKey) {
@@ -407,4 +429,11 @@ function attachmentChip(a: Attachment): HTMLElement {
     h('span', { class: 'chip-name' }, a.name),
     h('span', { class: 'chip-size' }, formatBytes(a.size)),
   );
+}
+
+/** A file of a message being edited, with a button that leaves it out of the new version. */
+function editChip(a: Attachment, remove: () => void): HTMLElement {
+  const button = h('button', { type: 'button', class: 'chip-button', 'aria-label': `Remove ${a.name}`, title: 'Remove', 'data-testid': 'edit-attachment-remove' }, icon('close'));
+  button.addEventListener('click', remove);
+  return h('span', { class: 'chip', 'data-testid': 'edit-attachment', 'data-id': a.id }, icon('file'), h('span', { class: 'chip-name' }, a.name), h('span', { class: 'chip-size' }, formatBytes(a.size)), button);
 }

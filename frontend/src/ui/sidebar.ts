@@ -45,6 +45,10 @@ export class Sidebar {
   private readonly moreResults: HTMLButtonElement;
   private readonly searchBox: HTMLInputElement;
   private readonly searchNote: HTMLElement;
+  /** "No conversations yet": shown once the list has loaded and is empty. */
+  private readonly none: HTMLElement;
+  /** Whether the first page of the list has come (before that, empty means not known yet). */
+  loaded = false;
   private readonly dialog: HTMLDialogElement;
   private readonly dialogText: HTMLElement;
   private readonly items = new Map<string, HTMLLIElement>();
@@ -76,6 +80,7 @@ export class Sidebar {
       }
     });
     this.searchNote = h('div', { class: 'search-note', 'data-testid': 'search-note', hidden: true, role: 'status' });
+    this.none = h('p', { class: 'list-note', 'data-testid': 'no-conversations', hidden: true }, 'No conversations yet');
     this.list = h('ul', { class: 'conversation-list', 'data-testid': 'conversation-list', 'aria-label': 'Conversations' });
     this.results = h('ul', { class: 'conversation-list results', 'data-testid': 'search-results', 'aria-label': 'Search results', hidden: true });
     this.more = h('button', { type: 'button', class: 'link-button more', hidden: true, 'data-testid': 'more-conversations' }, 'Show older');
@@ -135,6 +140,7 @@ export class Sidebar {
       h('div', { class: 'sidebar-head' }, h('span', { class: 'brand' }, 'Tether'), newButton),
       h('div', { class: 'search' }, icon('search'), this.searchBox),
       this.searchNote,
+      this.none,
       this.list,
       this.results,
       this.more,
@@ -341,6 +347,7 @@ export class Sidebar {
       }
     }
     this.more.hidden = !hasMore || this.search.q !== '';
+    this.none.hidden = !this.loaded || list.length > 0 || this.search.q.trim() !== '';
   }
 
   /** Shows a search's results in place of the list (or the list again when it is over). */
@@ -353,6 +360,7 @@ export class Sidebar {
     this.searchNote.hidden = !searching || (s.results.length > 0 && !s.error);
     text(this.searchNote, s.error ?? (s.loading ? 'Searching…' : 'No conversations match.'));
     this.more.hidden = searching || !this.last.hasMore;
+    this.none.hidden = searching || !this.loaded || this.last.list.length > 0;
     if (!searching) {
       this.results.replaceChildren();
       return;
