@@ -14,7 +14,8 @@ export async function launchBrowser() {
 
 /**
  * Records, in every page of the context and from the first moment of each
- * page load: what the page sends over its WebSocket (window.__sent), every
+ * page load: what the page sends over its WebSocket, or to the tab whose
+ * socket it shares (window.__sent), every
  * value a progress bar shows (window.__progress), every length an answer's
  * text takes (window.__texts) and every state the connection indicator
  * shows (window.__conn). Assertions about "never" need the whole history,
@@ -30,6 +31,13 @@ const probes = () => {
       /* not JSON: not ours */
     }
     return send.call(this, data);
+  };
+  // A tab that shares another tab's socket (one socket per browser) sends
+  // its messages to that tab instead: they count as what this page sent.
+  const post = BroadcastChannel.prototype.postMessage;
+  BroadcastChannel.prototype.postMessage = function (data) {
+    if (this.name === 'tether.v1.link' && data && data.t === 'req' && data.msg) window.__sent.push(data.msg);
+    return post.call(this, data);
   };
   window.__progress = [];
   window.__texts = [];
