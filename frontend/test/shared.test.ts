@@ -4,7 +4,8 @@ import { SharedConnection } from '../src/lib/shared';
 import { followerStep, Interest, isLinkMessage, planRequest, refused, strictestLiveness } from '../src/lib/sharing';
 import { Subscriptions } from '../src/lib/subscription';
 import type { ServerMessage } from '../src/lib/protocol';
-import { FakeElector, FakeLinkHub, FakePlatform, mkTask } from './fakes';
+import { TetherClient } from '../src/lib/client';
+import { FakeElector, FakeLinkHub, FakePlatform, MemoryStorage, mkTask, seqUUID } from './fakes';
 
 describe('per-task interest on the shared socket', () => {
   it('sends an unsubscribe only for the last tab that follows the task', () => {
@@ -302,3 +303,62 @@ describe('one socket per browser', () => {
 });
 
 
+
+describe('TetherClient over a shared socket', () => {
+  it('two clients of one browser: one socket; the follower’s submit goes through the leader and its answer streams there', async () => {
+    const b = browser();
+    const storage = new MemoryStorage();
+    const mk = (tab: string) =>
+      new TetherClient({ platform: b.platform, storage, channel: null, uuid: seqUUID(), url: 'ws://x/v1/ws', pingIntervalMs: 0, sharing: { bus: b.hub.bus(), elector: b.locks.elector() }, tabId: tab });
+    const one = mk('one');
+    void one.start('c1');
+    await b.settle();
+    const two = mk('two');
+    void two.start('c1');
+    await b.settle();
+    expect(b.platform.sockets).toHaveLength(1);
+    const s = b.platform.socket;
+    s.open();
+    await b.settle();
+    expect(two.state.kind).toBe('open');
+    // Both tabs asked for the conversation's history over the one socket.
+    expect(s.ofType('history')).toHaveLength(2);
+    const id = two.submit('hello', 'c1');
+    await b.settle();
+    const sub = s.last('submit');
+    expect(sub.task_id).toBe(id);
+    s.push({ type: 'submitted', req: reqOf(sub), created: true, task: mkTask({ id, conversation_id: 'c1', status: 'running', input: 'hello' }) } as ServerMessage);
+    s.push({ type: 'delta', task_id: id, seq: 1, attempt: 1, text: 'hi there' });
+    await b.settle();
+    expect(two.taskState(id)?.task?.output).toBe('hi there');
+    expect(one.taskState(id)).toBeUndefined();
+  });
+
+  it('without sharing each client keeps a socket of its own', () => {
+    const platform = new FakePlatform();
+    const c = new TetherClient({ platform, storage: null, channel: null, url: 'ws://x/v1/ws', pingIntervalMs: 0 });
+    expect(c.websocket).toBeInstanceOf(Connection);
+    const d = new TetherClient({ platform, storage: null, channel: null, url: 'ws://x/v1/ws', pingIntervalMs: 0, sharing: null });
+    expect(d.websocket).toBeInstanceOf(Connection);
+  });
+});
+
+describe('a leader that stops', () => {
+  it('tells the followers at once, and the next tab leads', async () => {
+    const b = browser();
+    const A = b.tab('A');
+    const B = b.tab('B');
+    await b.settle();
+    b.platform.socket.open();
+    await b.settle();
+    let failed = false;
+    B.shared.send({ type: 'conversations' }, { onReply: () => {}, onFail: () => (failed = true) });
+    A.shared.stop();
+    expect(b.platform.sockets[0]!.closedWith).toBe(1000);
+    await b.settle();
+    expect(failed).toBe(true);
+    expect(B.shared.isLeader).toBe(true);
+    expect(b.platform.sockets).toHaveLength(2);
+    expect(B.shared.state.kind).toBe('connecting');
+  });
+});

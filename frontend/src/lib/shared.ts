@@ -124,6 +124,8 @@ export class SharedConnection implements SocketLink {
     if (conn) {
       for (const u of this.connUnlisten.splice(0)) u();
       conn.stop();
+      // The followers stop counting on this socket now, not when the next leader speaks.
+      this.post({ t: 'state', from: this.opts.tab, state: { kind: 'idle' } });
     }
     this.release?.();
     this.release = null;
