@@ -69,6 +69,15 @@ test('one socket per browser: four tabs, one WebSocket; the leader closes mid-an
     // A follower submits (through the leader); every tab follows the answer.
     const id = await send(B.page, `/stream ${N} 20`);
     for (const x of tabs) await x.page.waitForSelector(`${sel.assistant}[data-task-id="${id}"]`, { timeout: T.short });
+    const submitted = (p) => p.evaluate((id) => window.__sent.filter((m) => m.type === 'submit' && m.task_id === id).length, id);
+    assert.equal(await submitted(B.page), 1, 'B sent the submit, to the leader');
+    // A hears of it on the tab channel too and follows it; if its subscribe
+    // came before the submit, it sends the same submit (same id) itself,
+    // which the server deduplicates: as with a socket per tab.
+    t.diagnostic(`submits of the answer, each tab's own: B ${await submitted(B.page)}, A (the leader) ${await submitted(A.page)}, C ${await submitted(C.page)}, D ${await submitted(D.page)}`);
+    const carried = await A.page.evaluate(() => window.__carried);
+    assert.ok(carried > 0, 'A carried the other tabs’ requests');
+    t.diagnostic(`A sent ${carried} messages for the other tabs`);
     for (const x of [B, C, D]) await watch(x.page, id, N);
     for (const x of tabs) await waitTextAtLeast(x.page, id, 300);
     for (const x of [B, C, D]) assert.ok((await answerText(x.page, id)).length < streamText(N).length, `${x.name} is mid-answer`);
