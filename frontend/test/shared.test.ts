@@ -1,6 +1,6 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { Connection } from '../src/lib/connection';
-import { SharedConnection } from '../src/lib/shared';
+import { browserSharing, SharedConnection } from '../src/lib/shared';
 import { followerStep, Interest, isLinkMessage, planRequest, refused, strictestLiveness } from '../src/lib/sharing';
 import { Subscriptions } from '../src/lib/subscription';
 import type { ServerMessage } from '../src/lib/protocol';
@@ -360,5 +360,68 @@ describe('a leader that stops', () => {
     expect(B.shared.isLeader).toBe(true);
     expect(b.platform.sockets).toHaveLength(2);
     expect(B.shared.state.kind).toBe('connecting');
+  });
+});
+
+describe('the browser’s bus and lock', () => {
+  it('none without Web Locks: each tab keeps a socket of its own', () => {
+    vi.stubGlobal('navigator', {});
+    try {
+      expect(browserSharing()).toBeNull();
+    } finally {
+      vi.unstubAllGlobals();
+    }
+  });
+
+  it('a lock request the browser refuses makes the tab lead alone rather than wait for ever', async () => {
+    vi.stubGlobal('navigator', { locks: { request: () => Promise.reject(new Error('SecurityError')) } });
+    try {
+      const s = browserSharing();
+      expect(s).not.toBeNull();
+      let led = false;
+      s!.elector.elect(() => (led = true));
+      await new Promise((r) => setTimeout(r, 0));
+      expect(led).toBe(true);
+      s!.bus.close();
+    } finally {
+      vi.unstubAllGlobals();
+    }
+  });
+
+  it('the first tab to ask leads; the next leads once it gives the lock up', async () => {
+    // A minimal Web Locks: one holder at a time, waiters in order.
+    const queue: Array<() => void> = [];
+    let held = false;
+    const locks = {
+      request: (_name: string, opts: { signal?: AbortSignal }, cb: () => Promise<void>) =>
+        new Promise<void>((resolve, reject) => {
+          const run = () => {
+            held = true;
+            void cb().then(() => {
+              held = false;
+              resolve();
+              queue.shift()?.();
+            });
+          };
+          opts.signal?.addEventListener('abort', () => reject(new Error('AbortError')));
+          if (held) queue.push(run);
+          else run();
+        }),
+    };
+    vi.stubGlobal('navigator', { locks });
+    try {
+      const s = browserSharing()!;
+      const led: string[] = [];
+      const giveA = s.elector.elect(() => led.push('A'));
+      s.elector.elect(() => led.push('B'));
+      await new Promise((r) => setTimeout(r, 0));
+      expect(led).toEqual(['A']);
+      giveA();
+      await new Promise((r) => setTimeout(r, 0));
+      expect(led).toEqual(['A', 'B']);
+      s.bus.close();
+    } finally {
+      vi.unstubAllGlobals();
+    }
   });
 });

@@ -346,7 +346,12 @@ export function browserSharing(): { bus: LinkBus; elector: LinkElector; onLeave:
   };
   const locks = g.navigator?.locks;
   if (!locks || typeof BroadcastChannel !== 'function' || typeof AbortController !== 'function') return null;
-  const bc = new BroadcastChannel(channelName);
+  let bc: BroadcastChannel;
+  try {
+    bc = new BroadcastChannel(channelName);
+  } catch {
+    return null; // an opaque origin
+  }
   const bus: LinkBus = {
     post: (m) => bc.postMessage(m),
     listen: (cb) => {
@@ -369,7 +374,10 @@ export function browserSharing(): { bus: LinkBus; elector: LinkElector; onLeave:
           return new Promise<void>((resolve) => (give = resolve));
         })
         .catch(() => {
-          /* aborted while waiting */
+          // Aborted while waiting (this tab stopped), or refused (a context
+          // without locks, as a sandboxed frame): then this tab keeps a
+          // socket of its own, as where there are no locks at all.
+          if (!abort.signal.aborted) onLeader();
         });
       return () => {
         if (give) give();
