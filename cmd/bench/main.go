@@ -55,6 +55,9 @@ type options struct {
 	loads     []int         // events per second of the latency runs
 	duration  time.Duration // length of one latency run
 	stream    int           // N of the long answer, /stream N 0
+	capTokens int           // K of each answer of the capacity scenario, /stream K pace
+	capPace   time.Duration // the pace of its answers (33 ms: 30 tokens/s)
+	capSteps  []int         // answers at once of its sweep, rising
 	disk      int           // tasks of the log-disk run
 	repeats   int
 	only      map[string]bool
@@ -70,7 +73,7 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o options
-	var only, loads string
+	var only, loads, capSteps string
 	fs.IntVar(&o.tabs, "tabs", 1000, "tabs of the fan-out, latency and idle scenarios")
 	fs.IntVar(&o.storm, "storm", 2000, "tabs that reconnect and resubscribe at once")
 	fs.IntVar(&o.burst, "burst", 1000, "submits sent at once")
@@ -80,9 +83,12 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	fs.StringVar(&loads, "loads", "10,100,300", "events per second of the latency runs")
 	fs.DurationVar(&o.duration, "duration", 3*time.Second, "length of one latency run")
 	fs.IntVar(&o.stream, "stream", 100000, "N of the long answer (/stream N 0)")
+	fs.IntVar(&o.capTokens, "capacity-tokens", 400, "tokens of each answer of the capacity scenario")
+	fs.DurationVar(&o.capPace, "capacity-pace", 33*time.Millisecond, "the pace of the capacity scenario's answers")
+	fs.StringVar(&capSteps, "capacity-steps", "10,20,40,80,160,320,640,1280", "answers at once of the capacity sweep, rising")
 	fs.IntVar(&o.disk, "disk", 1000, "tasks of the log-disk run")
 	fs.IntVar(&o.repeats, "repeats", 3, "runs of each scenario and baseline (medians are reported)")
-	fs.StringVar(&only, "only", "", "comma-separated scenarios: idle,fanout,latency,storm,submit,long,disk,compat (default all)")
+	fs.StringVar(&only, "only", "", "comma-separated scenarios: capacity,idle,fanout,latency,storm,submit,long,disk,compat (default all)")
 	fs.StringVar(&o.out, "out", "docs/BENCHMARKS.md", "the report to write (\"\": none)")
 	fs.StringVar(&o.svg, "svg", "docs/bench-latency.svg", "the plot to write (\"\": none)")
 	fs.StringVar(&o.profiles, "profiles", "", "save CPU profiles of the gateway and runner here")
@@ -98,6 +104,12 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 		if !flagSet(fs, "loads") {
 			loads = "10,100"
 		}
+		if !flagSet(fs, "capacity-steps") {
+			capSteps = "2,4"
+		}
+		if !flagSet(fs, "capacity-tokens") {
+			o.capTokens = 30
+		}
 	}
 	for _, s := range strings.Split(loads, ",") {
 		var n int
@@ -105,6 +117,16 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 			return o, fmt.Errorf("-loads: %q is not a rate", s)
 		}
 		o.loads = append(o.loads, n)
+	}
+	for _, s := range strings.Split(capSteps, ",") {
+		var n int
+		if _, err := fmt.Sscan(strings.TrimSpace(s), &n); err != nil || n < 1 || (len(o.capSteps) > 0 && n <= o.capSteps[len(o.capSteps)-1]) {
+			return o, fmt.Errorf("-capacity-steps: %q is not a rising count", s)
+		}
+		o.capSteps = append(o.capSteps, n)
+	}
+	if o.capTokens < 1 || o.capPace <= 0 {
+		return o, errors.New("-capacity-tokens and -capacity-pace must be positive")
 	}
 	if only != "" {
 		o.only = map[string]bool{}
@@ -168,6 +190,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		name string
 		run  func(context.Context) error
 	}{
+		{"capacity", b.capacity},
 		{"idle", b.idle},
 		{"fanout", b.fanout},
 		{"latency", b.latency},

@@ -50,18 +50,19 @@ type diskRun struct {
 
 // results are every run of every scenario.
 type results struct {
-	Options options
-	Machine machineInfo
-	Elapsed time.Duration
-	Fanout  struct{ Tether, Raw []fanoutRun }
-	Latency struct{ Tether, Raw []latencyRun }
-	Storm   struct{ Tether, Raw []stormRun }
-	Burst   struct{ Tether, Raw []submitRun }
-	Closed  struct{ Tether, Raw []submitRun }
-	Idle    []idleRun
-	Long    []longRun
-	Disk    *diskRun
-	Compat  compatResults
+	Options  options
+	Machine  machineInfo
+	Elapsed  time.Duration
+	Capacity struct{ Tether, Raw []capRun }
+	Fanout   struct{ Tether, Raw []fanoutRun }
+	Latency  struct{ Tether, Raw []latencyRun }
+	Storm    struct{ Tether, Raw []stormRun }
+	Burst    struct{ Tether, Raw []submitRun }
+	Closed   struct{ Tether, Raw []submitRun }
+	Idle     []idleRun
+	Long     []longRun
+	Disk     *diskRun
+	Compat   compatResults
 }
 
 // med is the median of f over runs.
