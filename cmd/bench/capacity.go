@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,6 +53,11 @@ type capRun struct {
 	GatewayCPU, RunnerCPU, NATSCPU, PostgresCPU float64
 	// Per answer: Postgres commits, rows written, WAL bytes; JetStream bytes.
 	Commits, Rows, WAL, JetStream float64
+	// Seconds is the step's length, from before the submits until the last
+	// tab has its answer's end; Busy is the share of every core of the
+	// machine that was busy meanwhile (this side's processes, this process,
+	// and whatever else runs on it), Own the share of the measured processes.
+	Seconds, Busy, Own float64
 }
 
 // capAnswer is one answer: when the observer saw each of its events.
@@ -266,8 +274,8 @@ func (b *bench) logCap(name string, r capRun) {
 	if !r.Pass {
 		verdict = "FAIL: " + r.Why
 	}
-	b.logf("   %-6s %4d answers: p50 %.1f ms p99 %.1f ms, %d deltas delivered; CPU a token: server %.1f µs, runner %.1f µs, nats %.1f µs, Postgres %.1f µs; an answer: %.0f commits, %.0f rows, %.0f KiB WAL, %.0f KiB JetStream; %s",
-		name, r.N, r.P50, r.P99, r.Delivered, r.GatewayCPU, r.RunnerCPU, r.NATSCPU, r.PostgresCPU,
+	b.logf("   %-6s %4d answers in %.1f s (machine %.0f%% busy, %.0f%% of it these processes): p50 %.1f ms p99 %.1f ms, %d deltas delivered; CPU a token: server %.1f µs, runner %.1f µs, nats %.1f µs, Postgres %.1f µs; an answer: %.0f commits, %.0f rows, %.0f KiB WAL, %.0f KiB JetStream; %s",
+		name, r.N, r.Seconds, 100*r.Busy, 100*r.Own, r.P50, r.P99, r.Delivered, r.GatewayCPU, r.RunnerCPU, r.NATSCPU, r.PostgresCPU,
 		r.Commits, r.Rows, r.WAL/1024, r.JetStream/1024, verdict)
 }
 
@@ -282,12 +290,16 @@ type capEnv struct {
 
 // capCounters are what a step measures before and after.
 type capCounters struct {
-	gw, runner, nats, pg    time.Duration
+	at                      time.Time
+	busy, total             int64 // /proc/stat ticks of every core
+	gw, runner, nats        time.Duration
+	pg                      map[int]time.Duration
 	commits, rows, wal, jsB int64
 }
 
 func (e capEnv) counters(ctx context.Context, raw bool) (capCounters, error) {
-	var c capCounters
+	c := capCounters{at: time.Now()}
+	c.busy, c.total = machineTicks()
 	server := e.s.gw
 	if raw {
 		server = e.s.raw
@@ -488,7 +500,13 @@ wait:
 	r.Pass, r.Why = why == "", why
 	d := float64(max(r.Delivered, 1))
 	r.GatewayCPU, r.RunnerCPU = us(after.gw-before.gw)/d, us(after.runner-before.runner)/d
-	r.NATSCPU, r.PostgresCPU = us(after.nats-before.nats)/d, us(after.pg-before.pg)/d
+	r.NATSCPU, r.PostgresCPU = us(after.nats-before.nats)/d, us(clusterUsed(before.pg, after.pg))/d
+	r.Seconds = after.at.Sub(before.at).Seconds()
+	if dt := after.total - before.total; dt > 0 {
+		r.Busy = float64(after.busy-before.busy) / float64(dt)
+		own := (after.gw - before.gw) + (after.runner - before.runner) + (after.nats - before.nats) + clusterUsed(before.pg, after.pg)
+		r.Own = own.Seconds() / (r.Seconds * float64(runtime.NumCPU()))
+	}
 	if !raw {
 		r.Commits = float64(after.commits-before.commits) / float64(n)
 		r.Rows = float64(after.rows-before.rows) / float64(n)
@@ -496,6 +514,31 @@ wait:
 		r.JetStream = float64(after.jsB-before.jsB) / float64(n)
 	}
 	return r, nil
+}
+
+// machineTicks is the busy and total time of every core, from /proc/stat,
+// in ticks.
+func machineTicks() (busy, total int64) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 8 || f[0] != "cpu" {
+		return 0, 0
+	}
+	for i, v := range f[1:] {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		if i >= 8 { // guest time is counted in user already
+			break
+		}
+		total += n
+		if i != 3 && i != 4 { // idle, iowait
+			busy += n
+		}
+	}
+	return busy, total
 }
 
 // produce publishes /stream k's events on NATS core at the pace (nothing
@@ -546,14 +589,16 @@ func parentPID(pid int) int {
 	return p
 }
 
-// clusterCPU is the CPU of one Postgres cluster: its postmaster and every
-// process it started (backends, writers). A backend that exits in between
-// takes its CPU with it; the servers keep their pools open.
-func clusterCPU(postmaster int) time.Duration {
+// clusterCPU is the CPU of each process of one Postgres cluster: its
+// postmaster and every process it started (backends, writers), by PID.
+func clusterCPU(postmaster int) map[int]time.Duration {
+	cpu := map[int]time.Duration{}
 	if postmaster <= 1 {
-		return postgresCPU()
+		return cpu
 	}
-	total, _ := cpuTime(postmaster)
+	if c, err := cpuTime(postmaster); err == nil {
+		cpu[postmaster] = c
+	}
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -561,8 +606,165 @@ func clusterCPU(postmaster int) time.Duration {
 			continue
 		}
 		if c, err := cpuTime(pid); err == nil {
-			total += c
+			cpu[pid] = c
 		}
 	}
-	return total
+	return cpu
+}
+
+// clusterUsed is the CPU the cluster used between two readings: a process
+// that started in between counts whole, one that ended in between takes
+// its last share with it (the servers keep their pools open, so few do).
+func clusterUsed(before, after map[int]time.Duration) time.Duration {
+	var d time.Duration
+	for pid, c := range after {
+		d += c - min(before[pid], c)
+	}
+	return d
+}
+
+// capacityOf is the last N of a side's sweep that passed, and its run.
+func capacityOf(runs []capRun) (int, capRun) {
+	n, at := 0, capRun{}
+	for _, r := range runs {
+		if !r.Pass {
+			break
+		}
+		n, at = r.N, r
+	}
+	return n, at
+}
+
+// capacityRow is the first row of the table: the figure a deployment is
+// sized by.
+func (r *results) capacityRow(row func(cells ...string)) {
+	if len(r.Capacity.Tether) == 0 {
+		return
+	}
+	o := r.Options
+	tn, t := capacityOf(r.Capacity.Tether)
+	wn, w := capacityOf(r.Capacity.Raw)
+	bound := func(runs []capRun, n int) string {
+		if len(runs) > 0 && !runs[len(runs)-1].Pass {
+			l := runs[len(runs)-1]
+			return fmt.Sprintf("at %d: %s, the machine %.0f%% busy", l.N, l.Why, 100*l.Busy)
+		}
+		return fmt.Sprintf("every step passed: at least %d", n)
+	}
+	row(fmt.Sprintf("**capacity**: answers streaming at once, each `/stream %d %d` (%.0f tokens/s) followed by 2 tabs, N rising (%s) until p99 > %v or anything is lost",
+		o.capTokens, o.capPace.Milliseconds(), float64(time.Second)/float64(o.capPace), joinInts(o.capSteps), capLimit),
+		fmt.Sprintf("**%d answers** (p99 %.1f ms; %s); CPU a delivered token: gateway %.1f µs, runner %.1f µs, nats-server %.1f µs, Postgres %.1f µs; an answer: %.0f Postgres commits, %.0f rows written, %.0f KiB WAL, %.0f KiB JetStream",
+			tn, t.P99, bound(r.Capacity.Tether, tn), t.GatewayCPU, t.RunnerCPU, t.NATSCPU, t.PostgresCPU, t.Commits, t.Rows, t.WAL/1024, t.JetStream/1024),
+		fmt.Sprintf("NATS core publishes at the same pace, coder/websocket broadcast to the tabs, nothing stored: %d answers (p99 %.1f ms; %s); CPU a token: server %.1f µs, nats-server %.1f µs",
+			wn, w.P99, bound(r.Capacity.Raw, wn), w.GatewayCPU, w.NATSCPU),
+		"**"+ratio(float64(tn), float64(wn))+"**")
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ", ")
+}
+
+const capacityDocs = `- **Capacity**: N answers at once, each ` + "`/stream K 33`" + ` (30 tokens/s, about 13 s) submitted over HTTP by a user
+  of its own and run by a real runner (one process, ` + "`TETHER_RUNNER_CONCURRENCY`" + ` twice the largest N, so the
+  runner's slots never bound it); both of each answer's tabs connect first and subscribe once it is
+  submitted (what came before is in the snapshot). A delivery's latency is measured from its publish:
+  an observer in this process holds a core NATS subscription to every task subject and notes when each
+  event reaches it, and each tab notes when the event reaches it. At the end every tab must hold
+  exactly the answer's text (snapshot plus deltas, none twice) and its done status. A step fails when
+  p99 > 200 ms or anything is lost; the capacity is the last N that passed. CPU (from /proc) of the
+  gateway, the runner, nats-server and the Postgres cluster (its postmaster and every process it
+  started) is divided by the deltas delivered live; Postgres commits, rows inserted, updated or
+  deleted (` + "`pg_stat_database`" + `) and WAL bytes, and the task stream's bytes (JetStream stream info) are read
+  before and after each step, per answer. The baseline, interleaved step by step, publishes the same
+  events on NATS core at the same pace from this process to the raw server's broadcast (2 tabs an
+  answer), nothing stored, timed by the same observer. With -profiles, each Tether step saves CPU
+  profiles of the gateway and the runner (` + "`capacity-N-gateway.pprof`" + `).
+`
+
+// capacityPlot draws p99 (and p50) latency against answers at once for
+// both sides, log scales, with the limit as a line.
+func (r *results) capacityPlot() string {
+	const W, H, L, R, T, B = 640.0, 400.0, 70.0, 170.0, 30.0, 50.0
+	type series struct {
+		name, color, dash string
+		pts               [][2]float64
+	}
+	var ss []series
+	var ns []int
+	for _, s := range []struct {
+		name, color string
+		runs        []capRun
+	}{{"Tether", "#1f6feb", r.Capacity.Tether}, {"raw path", "#d1242f", r.Capacity.Raw}} {
+		for _, q := range []struct {
+			name, dash string
+			f          func(capRun) float64
+		}{{"p99", "", func(x capRun) float64 { return x.P99 }}, {"p50", "6 4", func(x capRun) float64 { return x.P50 }}} {
+			se := series{name: s.name + " " + q.name, color: s.color, dash: q.dash}
+			for _, x := range s.runs {
+				se.pts = append(se.pts, [2]float64{float64(x.N), q.f(x)})
+				if !slices.Contains(ns, x.N) {
+					ns = append(ns, x.N)
+				}
+			}
+			ss = append(ss, se)
+		}
+	}
+	slices.Sort(ns)
+	maxY := ms(capLimit)
+	minY := maxY
+	for _, s := range ss {
+		for _, p := range s.pts {
+			minY, maxY = math.Min(minY, p[1]), math.Max(maxY, p[1])
+		}
+	}
+	lo, hi := math.Floor(math.Log10(math.Max(minY, 0.01))), math.Ceil(math.Log10(math.Max(maxY, 0.1)))
+	if hi <= lo {
+		hi = lo + 1
+	}
+	xlo, xhi := math.Log10(float64(ns[0])), math.Log10(float64(ns[len(ns)-1]))
+	if xhi <= xlo {
+		xhi = xlo + 1
+	}
+	x := func(v float64) float64 { return L + (math.Log10(v)-xlo)/(xhi-xlo)*(W-L-R) }
+	y := func(v float64) float64 { return H - B - (math.Log10(math.Max(v, 0.01))-lo)/(hi-lo)*(H-T-B) }
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="12">`+"\n", W, H, W, H)
+	b.WriteString(`<rect width="100%" height="100%" fill="white"/>` + "\n")
+	fmt.Fprintf(&b, `<text x="%.0f" y="18" font-size="14">Latency of a delivery against answers at once (%.0f tokens/s, 2 tabs each)</text>`+"\n",
+		L, float64(time.Second)/float64(r.Options.capPace))
+	for e := lo; e <= hi; e++ {
+		v := math.Pow(10, e)
+		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#ddd"/><text x="%.1f" y="%.1f" text-anchor="end">%g ms</text>`+"\n",
+			L, W-R, y(v), y(v), L-6, y(v)+4, v)
+	}
+	for _, n := range ns {
+		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#ddd"/><text x="%.1f" y="%.1f" text-anchor="middle">%d</text>`+"\n",
+			x(float64(n)), x(float64(n)), T, H-B, x(float64(n)), H-B+16, n)
+	}
+	fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#888" stroke-dasharray="2 3"/><text x="%.1f" y="%.1f" fill="#666">limit %v</text>`+"\n",
+		L, W-R, y(ms(capLimit)), y(ms(capLimit)), L+4, y(ms(capLimit))-4, capLimit)
+	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">answers streaming at once</text>`+"\n", (L+W-R)/2, H-12)
+	for i, s := range ss {
+		var pts []string
+		for _, p := range s.pts {
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(p[0]), y(p[1])))
+		}
+		dash := ""
+		if s.dash != "" {
+			dash = ` stroke-dasharray="` + s.dash + `"`
+		}
+		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2"%s points="%s"/>`+"\n", s.color, dash, strings.Join(pts, " "))
+		for _, p := range s.pts {
+			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>`+"\n", x(p[0]), y(p[1]), s.color)
+		}
+		ly := T + 20 + float64(i)*20
+		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="2"%s/><text x="%.1f" y="%.1f">%s</text>`+"\n",
+			W-R+10, W-R+40, ly, ly, s.color, dash, W-R+46, ly+4, s.name)
+	}
+	b.WriteString("</svg>\n")
+	return b.String()
 }

@@ -62,6 +62,7 @@ type options struct {
 	repeats   int
 	only      map[string]bool
 	out, svg  string
+	capSVG    string // the capacity plot
 	profiles  string // directory for CPU profiles of the Tether side, or ""
 	bin       string // directory with prebuilt gateway, runner and nats-server, or ""
 	smoke     bool
@@ -91,6 +92,7 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	fs.StringVar(&only, "only", "", "comma-separated scenarios: capacity,idle,fanout,latency,storm,submit,long,disk,compat (default all)")
 	fs.StringVar(&o.out, "out", "docs/BENCHMARKS.md", "the report to write (\"\": none)")
 	fs.StringVar(&o.svg, "svg", "docs/bench-latency.svg", "the plot to write (\"\": none)")
+	fs.StringVar(&o.capSVG, "capacity-svg", "docs/bench-capacity.svg", "the capacity plot to write (\"\": none)")
 	fs.StringVar(&o.profiles, "profiles", "", "save CPU profiles of the gateway and runner here")
 	fs.StringVar(&o.bin, "bin", "", "use the gateway, runner and nats-server already built in this directory")
 	fs.BoolVar(&o.smoke, "smoke", false, "a short run with small sizes: checks that everything works")
