@@ -2,15 +2,18 @@
 // gateway, the runner and a nats-server, starts them as separate processes on
 // 127.0.0.1 against the Postgres of DATABASE_URL (or TEST_DATABASE_URL), and
 // drives them from this process with real WebSocket clients. In the same
-// invocation, sides interleaved, it measures the raw baselines: a minimal
-// coder/websocket broadcast fed by the same NATS subject, a bare read loop
-// for idle connections, INSERT … ON CONFLICT through pgx for submits and
-// JetStream asynchronous publishes for long answers; the compat scenario
-// measures the encoders of PROTOCOL.md section 11 against Tether's own SSE
-// path on the same tasks. It prints the table and writes docs/BENCHMARKS.md
-// with a plot of latency against load.
+// invocation, sides interleaved, it measures the raw baselines: for the
+// capacity sweep (how many paced answers can stream at once, 2 tabs each)
+// the same events published on NATS core to the raw broadcast, nothing
+// stored; a minimal coder/websocket broadcast fed by the same NATS subject
+// for the fan-out; a bare read loop for idle connections; INSERT … ON
+// CONFLICT through pgx for submits; JetStream asynchronous publishes for
+// long answers. The compat scenario measures the encoders of PROTOCOL.md
+// section 11 against Tether's own SSE path on the same tasks. It prints the
+// table and writes docs/BENCHMARKS.md with plots of latency against answers
+// at once and against load.
 //
-//	go run ./cmd/bench                 # the full run (a few minutes on 2 cores)
+//	go run ./cmd/bench                 # the full run (several minutes on 2 cores)
 //	go run ./cmd/bench -smoke -out ''  # a short run that checks it all works
 //
 // Every process it starts is ended by its PID.
@@ -86,7 +89,7 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	fs.IntVar(&o.stream, "stream", 100000, "N of the long answer (/stream N 0)")
 	fs.IntVar(&o.capTokens, "capacity-tokens", 400, "tokens of each answer of the capacity scenario")
 	fs.DurationVar(&o.capPace, "capacity-pace", 33*time.Millisecond, "the pace of the capacity scenario's answers")
-	fs.StringVar(&capSteps, "capacity-steps", "10,20,40,80,160,320,640,1280", "answers at once of the capacity sweep, rising")
+	fs.StringVar(&capSteps, "capacity-steps", "10,20,40,80,160,240,320,480,640,960,1280", "answers at once of the capacity sweep, rising")
 	fs.IntVar(&o.disk, "disk", 1000, "tasks of the log-disk run")
 	fs.IntVar(&o.repeats, "repeats", 3, "runs of each scenario and baseline (medians are reported)")
 	fs.StringVar(&only, "only", "", "comma-separated scenarios: capacity,idle,fanout,latency,storm,submit,long,disk,compat (default all)")
