@@ -51,6 +51,9 @@ type capRun struct {
 	// CPU a delivered token, µs: the gateway (or raw server), the runner,
 	// nats-server and the Postgres cluster's processes.
 	GatewayCPU, RunnerCPU, NATSCPU, PostgresCPU float64
+	// ClientCPU is this process's: the tabs, the observer and, on the raw
+	// side, the producer; it shares the machine with what it measures.
+	ClientCPU float64
 	// Per answer: Postgres commits, rows written, WAL bytes; JetStream bytes.
 	Commits, Rows, WAL, JetStream float64
 	// Seconds is the step's length, from before the submits until the last
@@ -274,8 +277,8 @@ func (b *bench) logCap(name string, r capRun) {
 	if !r.Pass {
 		verdict = "FAIL: " + r.Why
 	}
-	b.logf("   %-6s %4d answers in %.1f s (machine %.0f%% busy, %.0f%% of it these processes): p50 %.1f ms p99 %.1f ms, %d deltas delivered; CPU a token: server %.1f µs, runner %.1f µs, nats %.1f µs, Postgres %.1f µs; an answer: %.0f commits, %.0f rows, %.0f KiB WAL, %.0f KiB JetStream; %s",
-		name, r.N, r.Seconds, 100*r.Busy, 100*r.Own, r.P50, r.P99, r.Delivered, r.GatewayCPU, r.RunnerCPU, r.NATSCPU, r.PostgresCPU,
+	b.logf("   %-6s %4d answers in %.1f s (machine %.0f%% busy, %.0f%% of it these processes): p50 %.1f ms p99 %.1f ms, %d deltas delivered; CPU a token: server %.1f µs, runner %.1f µs, nats %.1f µs, Postgres %.1f µs, the bench's clients %.1f µs; an answer: %.0f commits, %.0f rows, %.0f KiB WAL, %.0f KiB JetStream; %s",
+		name, r.N, r.Seconds, 100*r.Busy, 100*r.Own, r.P50, r.P99, r.Delivered, r.GatewayCPU, r.RunnerCPU, r.NATSCPU, r.PostgresCPU, r.ClientCPU,
 		r.Commits, r.Rows, r.WAL/1024, r.JetStream/1024, verdict)
 }
 
@@ -292,7 +295,7 @@ type capEnv struct {
 type capCounters struct {
 	at                      time.Time
 	busy, total             int64 // /proc/stat ticks of every core
-	gw, runner, nats        time.Duration
+	gw, runner, nats, self  time.Duration
 	pg                      map[int]time.Duration
 	commits, rows, wal, jsB int64
 }
@@ -309,6 +312,7 @@ func (e capEnv) counters(ctx context.Context, raw bool) (capCounters, error) {
 		c.runner, _ = cpuTime(e.s.runner.pid())
 	}
 	c.nats, _ = cpuTime(e.s.nats.pid())
+	c.self, _ = cpuTime(os.Getpid())
 	c.pg = clusterCPU(e.postmaster)
 	if _, err := e.db.Exec(ctx, "SELECT pg_stat_clear_snapshot()"); err != nil {
 		return c, err
@@ -501,6 +505,7 @@ wait:
 	d := float64(max(r.Delivered, 1))
 	r.GatewayCPU, r.RunnerCPU = us(after.gw-before.gw)/d, us(after.runner-before.runner)/d
 	r.NATSCPU, r.PostgresCPU = us(after.nats-before.nats)/d, us(clusterUsed(before.pg, after.pg))/d
+	r.ClientCPU = us(after.self-before.self) / d
 	r.Seconds = after.at.Sub(before.at).Seconds()
 	if dt := after.total - before.total; dt > 0 {
 		r.Busy = float64(after.busy-before.busy) / float64(dt)
@@ -677,7 +682,10 @@ const capacityDocs = `- **Capacity**: N answers at once, each ` + "`/stream K 33
   exactly the answer's text (snapshot plus deltas, none twice) and its done status. A step fails when
   p99 > 200 ms or anything is lost; the capacity is the last N that passed. CPU (from /proc) of the
   gateway, the runner, nats-server and the Postgres cluster (its postmaster and every process it
-  started) is divided by the deltas delivered live; Postgres commits, rows inserted, updated or
+  started), from before the submits to the last tab's end (so submits, subscribes and snapshots are
+  in it), is divided by the deltas delivered live; so is this process's (the tabs, the observer, the
+  raw producer), and the share of the whole machine that was busy is logged: the clients and
+  whatever else runs share the cores with what is measured. Postgres commits, rows inserted, updated or
   deleted (` + "`pg_stat_database`" + `) and WAL bytes, and the task stream's bytes (JetStream stream info) are read
   before and after each step, per answer. The baseline, interleaved step by step, publishes the same
   events on NATS core at the same pace from this process to the raw server's broadcast (2 tabs an
