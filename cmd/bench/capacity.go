@@ -689,8 +689,10 @@ const capacityDocs = `- **Capacity**: N answers at once, each ` + "`/stream K 33
   deleted (` + "`pg_stat_database`" + `) and WAL bytes, and the task stream's bytes (JetStream stream info) are read
   before and after each step, per answer. The baseline, interleaved step by step, publishes the same
   events on NATS core at the same pace from this process to the raw server's broadcast (2 tabs an
-  answer), nothing stored, timed by the same observer. With -profiles, each Tether step saves CPU
-  profiles of the gateway and the runner (` + "`capacity-N-gateway.pprof`" + `).
+  answer), nothing stored, timed by the same observer. The sweep runs once, not -repeats times (a
+  step is 15 s or more of load), so its figures are one run's and move by a step between runs on a
+  busy machine. With -profiles, each Tether step saves CPU profiles of the gateway and the runner
+  (` + "`capacity-N-gateway.pprof`" + `).
 `
 
 // capacityPlot draws p99 (and p50) latency against answers at once for
