@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether-dev/tether/internal/engine/enginetest"
 	"github.com/tether-dev/tether/internal/eventually"
 	"github.com/tether-dev/tether/internal/maintenance"
 	"github.com/tether-dev/tether/internal/runner"
@@ -299,4 +300,35 @@ func TestDrainLetsShortAttemptsFinish(t *testing.T) {
 	<-stopped
 	done := e.waitStatus(tk.ID, task.StatusDone)
 	e.checkLog(e.log(tk.ID), done)
+}
+
+// A fast answer's deltas share log messages (packs) while every reader
+// still gets one event per seq, contiguous, folding to the stored answer.
+// The pack window is longer than the test, so what shares a message does
+// not depend on the machine's speed: a pack ends at its bounds, at a
+// progress or status event, or at a cut.
+func TestFastAnswerIsPacked(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.startRunner(runner.Config{ID: "r1", PackWindow: time.Hour}, nil)
+	tk := e.submit("/stream 3000 0")
+
+	done := e.waitStatus(tk.ID, task.StatusDone)
+	events := e.log(tk.ID)
+	e.checkLog(events, done)
+	if done.Output != enginetest.StreamText(3000) || outputOf(events) != done.Output {
+		t.Fatalf("stored output %d bytes, log output %d bytes, want %d", len(done.Output),
+			len(outputOf(events)), len(enginetest.StreamText(3000)))
+	}
+	last, ok, err := e.bus.LastEvent(context.Background(), tk.ID)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	// The task is alone in this test's stream: its last message's stream
+	// position is how many messages the log holds.
+	messages := int(last.StreamPos)
+	t.Logf("%d events in %d log messages", len(events), messages)
+	if messages*4 > len(events) {
+		t.Fatalf("%d events in %d log messages: the deltas were not packed", len(events), messages)
+	}
 }
