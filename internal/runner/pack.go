@@ -28,7 +28,8 @@ import (
 
 // Bounds of a pack. 64 deltas of a few bytes each are about 6 KiB of log
 // message; the bytes bound keeps a pack of long deltas well under NATS's
-// payload limit.
+// payload limit (a delta longer than it is a message of its own, as every
+// delta was before packs).
 const (
 	maxPackEvents = 64
 	maxPackBytes  = 32 << 10
@@ -134,7 +135,7 @@ func (a *attempt) closeOpenLocked() [][]task.Event {
 		if i > 0 {
 			prev := &open[i-1]
 			if !pack || e.Type != task.EventDelta || prev.Type != task.EventDelta ||
-				n >= maxPackEvents || bytes >= maxPackBytes {
+				n >= maxPackEvents || bytes+len(e.Text) > maxPackBytes {
 				prev.last = true
 				n, bytes = 0, 0
 			}

@@ -80,6 +80,12 @@ func TestPackBytesAndPackingOff(t *testing.T) {
 	if got, want := bounds(a.closeOpenLocked()), []string{"1-2", "3-4", "5-6"}; !slices.Equal(got, want) {
 		t.Fatalf("messages %v, want %v", got, want)
 	}
+	queueAll(a, "dd", "z")
+	queueAll(a, "d", strings.Repeat("y", maxPackBytes))
+	queueAll(a, "d", "z")
+	if got, want := bounds(a.closeOpenLocked()), []string{"7-8", "9-9", "10-10"}; !slices.Equal(got, want) {
+		t.Fatalf("a delta as long as the bound: messages %v, want %v", got, want)
+	}
 	off := &attempt{r: &Runner{cfg: Config{PackWindow: -1}}}
 	queueAll(off, "ddpd", "x")
 	if got, want := bounds(off.closeOpenLocked()), []string{"1-1", "2-2", "3-3", "4-4"}; !slices.Equal(got, want) {
