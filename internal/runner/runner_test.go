@@ -332,3 +332,48 @@ func TestFastAnswerIsPacked(t *testing.T) {
 		t.Fatalf("%d events in %d log messages: the deltas were not packed", len(events), messages)
 	}
 }
+
+// pacedEngine writes n deltas, one every gap: a model streaming at a human
+// pace.
+type pacedEngine struct {
+	n   int
+	gap time.Duration
+}
+
+func (p pacedEngine) Run(ctx context.Context, _ runnerInput, out runnerOutput) error {
+	for i := 1; i <= p.n; i++ {
+		if err := out.Delta(fmt.Sprintf("t%d ", i)); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(p.gap):
+		}
+	}
+	return nil
+}
+
+// A slow stream (30 tokens a second, far beyond the pack window) packs
+// nothing: every delta is a log message of its own, sent as it comes (the
+// first, which follows the running event at once, after at most the
+// window). Each later delta comes a whole gap after the previous one was
+// sent, so this does not depend on the machine's speed.
+func TestSlowAnswerIsNotPacked(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.startRunner(runner.Config{ID: "r1", Engine: pacedEngine{n: 10, gap: time.Second / 30}}, nil)
+	tk := e.submit("slow")
+
+	done := e.waitStatus(tk.ID, task.StatusDone)
+	events := e.log(tk.ID)
+	e.checkLog(events, done)
+	last, ok, err := e.bus.LastEvent(context.Background(), tk.ID)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	// running, 10 deltas, done: 12 events, alone in this test's stream.
+	if len(events) != 12 || last.StreamPos != 12 {
+		t.Fatalf("%d events in %d log messages, want 12 in 12", len(events), last.StreamPos)
+	}
+}
