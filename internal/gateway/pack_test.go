@@ -24,18 +24,34 @@ func TestSSEResumeInsideAPack(t *testing.T) {
 	if code != http.StatusCreated {
 		t.Fatalf("POST /v1/tasks: %d", code)
 	}
+	// Live: a snapshot, then every event after it as the log holds it
+	// (logged[i] has seq i+1).
 	evs, stop := e.sse(taskID, "kim", "")
+	var live []sseEvent
 	for ev := range evs {
+		live = append(live, ev)
 		if ev.data.Type == "status" && isTerminal(ev.data.Status) {
 			break
 		}
 	}
 	stop()
-
 	logged, err := e.bus.ReadLog(context.Background(), taskID, task.Position{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(live) < 2 || live[0].typ != "snapshot" || live[0].data.Task == nil {
+		t.Fatalf("live SSE: %d events, the first %+v", len(live), live[0])
+	}
+	from := live[0].data.Task.Seq
+	if want := logged[from:]; len(live)-1 != len(want) {
+		t.Fatalf("live after the snapshot at %d: %d events, want %d", from, len(live)-1, len(want))
+	}
+	for i, ev := range live[1:] {
+		if w := logged[int(from)+i].Event; ev.data.Seq != w.Seq || ev.data.Type != string(w.Type) || ev.data.Text != w.Text {
+			t.Fatalf("live event %d: %+v, want %+v", i, ev.data, w)
+		}
+	}
+
 	// Resume points: the first few inside a pack (an event that shares
 	// its stream position with the next one), and a pack's last delta.
 	var inside, ends []int64
