@@ -97,7 +97,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	r, err := runner.New(runner.Config{ID: o.RunnerID, Engine: eng, Concurrency: o.Concurrency,
 		Lease: o.Lease, DrainTimeout: o.DrainTimeout, ClaimTimeout: o.ClaimTimeout, Logger: log,
-		Tracing: tp}, store, natsrunner.New(bus))
+		PackWindow: packWindow(o.PackDeltas), Tracing: tp}, store, natsrunner.New(bus))
 	if err != nil {
 		return err
 	}
@@ -176,4 +176,13 @@ func flushTraces(stop func(context.Context) error, log *slog.Logger) {
 	if err := stop(ctx); err != nil {
 		log.Warn("tracing: spans not flushed at exit", "err", err)
 	}
+}
+
+// packWindow is runner.Config.PackWindow for TETHER_PACK_DELTAS: the
+// default window, or none.
+func packWindow(pack bool) time.Duration {
+	if pack {
+		return runner.DefaultPackWindow
+	}
+	return -1
 }

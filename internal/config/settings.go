@@ -87,6 +87,7 @@ type Config struct {
 	LockTimeout         time.Duration
 	RequestTimeout      time.Duration
 	ClaimTimeout        time.Duration
+	PackDeltas          bool
 	MaintenanceTimeout  time.Duration
 	MaintenanceInterval time.Duration
 	LogLevel            slog.Level
@@ -304,6 +305,9 @@ func (c *Config) settings() []setting {
 		{env: "TETHER_CLAIM_TIMEOUT", flag: "claim-timeout", users: Runner, def: dur(runner.DefaultClaimTimeout),
 			doc:   "deadline of a runner's claim of a dispatched task; past it the dispatch comes back for another try",
 			value: duration(&c.ClaimTimeout)},
+		{env: "TETHER_PACK_DELTAS", flag: "pack-deltas", users: Runner, def: "true",
+			doc:   "pack consecutive deltas that come faster than a few milliseconds apart into one log message (a fast answer costs NATS a message per pack, not per token; a slow one still sends each delta at once); `false`: one message per event, while gateways or runners older than packs still read the log ([docs/deploy.md](docs/deploy.md#upgrading-to-packed-deltas))",
+			value: boolean(&c.PackDeltas)},
 		{env: "TETHER_MAINTENANCE_TIMEOUT", flag: "maintenance-timeout", users: both, def: dur(maintenance.DefaultStepTimeout),
 			doc:   "deadline of each step of a maintenance round (expire, hand over, purge, sweep, dispatch again); past it the step is logged and the next round tries again",
 			value: duration(&c.MaintenanceTimeout)},

@@ -97,25 +97,35 @@ type attempt struct {
 	// events only queue in unacked; the snapshotter publishes them all
 	// again, in order, until NATS acknowledges them.
 	broken     bool
-	closed     bool         // no more engine writes
-	seq        int64        // last seq assigned
-	storedSeq  int64        // seq of the snapshot in Postgres
-	progress   int          // current progress (of the attempt)
-	unsaved    []byte       // delta text after storedSeq
-	unacked    []task.Event // events not yet acknowledged by the log, in seq order
-	unackedLen int          // their approximate size in bytes
-	wrote      bool         // the engine wrote at least one delta
-	cutN       int          // events since the last cut
-	cutBytes   int          // delta bytes since the last cut
-	cutPos     uint64       // stream position of the last acknowledged event
-	leaseUntil time.Time    // by the runner's clock
-	paused     bool         // past the quiet point without a heartbeat: sending nothing
-	snapshots  int          // SaveSnapshot calls, for the log
-	outages    int          // times the events were published again
+	closed     bool       // no more engine writes
+	seq        int64      // last seq assigned
+	storedSeq  int64      // seq of the snapshot in Postgres
+	progress   int        // current progress (of the attempt)
+	unsaved    []byte     // delta text after storedSeq
+	unacked    []outEvent // events not yet acknowledged by the log, in seq order
+	unackedLen int        // their approximate size in bytes
+	// open is how many events at the end of unacked are in no log message
+	// yet: a pack being gathered, or events queued while broken; openBytes
+	// is their delta text's size (pack.go).
+	open, openBytes int
+	wrote           bool      // the engine wrote at least one delta
+	cutN            int       // events since the last cut
+	cutBytes        int       // delta bytes since the last cut
+	cutPos          uint64    // stream position of the last acknowledged event
+	leaseUntil      time.Time // by the runner's clock
+	paused          bool      // past the quiet point without a heartbeat: sending nothing
+	snapshots       int       // SaveSnapshot calls, for the log
+	outages         int       // times the events were published again
 
 	// snapshotFailures counts SaveSnapshot failures in a row; only the
 	// snapshotter goroutine uses it.
 	snapshotFailures int
+
+	// lastSend is when a log message last went to the publisher, and
+	// packTimer sends a gathered pack that nothing else sends; both are
+	// guarded by pubMu.
+	lastSend  time.Time
+	packTimer *time.Timer
 
 	// quietAt is leaseUntil less the lease margin, in Unix nanoseconds:
 	// from then on the runner sends nothing (Runner.MaySend).
@@ -157,11 +167,13 @@ func (a *attempt) run() {
 	a.log.Info("attempt started", "seq", a.claimed.Seq, "keep", a.claimed.Keep)
 	// Claim wrote running to Postgres; now the log and the user's tabs. The
 	// running event carries keep: a tab truncates to it and appends.
+	defer a.stopPackTimer()
 	a.pubMu.Lock()
 	a.mu.Lock()
-	pub, ok := a.queueLocked(task.StatusEvent(a.claimed))
+	a.queueLocked(task.StatusEvent(a.claimed))
+	pub, msgs := a.takeLocked(task.StatusEvent(a.claimed))
 	a.mu.Unlock()
-	a.publish(pub, ok, task.StatusEvent(a.claimed))
+	a.send(pub, msgs)
 	a.pubMu.Unlock()
 	a.publishUserTask(a.claimed)
 
@@ -274,7 +286,7 @@ const (
 
 // emit numbers e and queues it for publishing, waiting while the outbox is
 // full or the lease is past its quiet point. It is published after mu is let
-// go (under pubMu, which keeps the order).
+// go (under pubMu, which keeps the order), alone or in a pack (pack.go).
 func (a *attempt) emit(e task.Event) error {
 	for {
 		if err := a.waitToEmit(); err != nil {
@@ -295,7 +307,7 @@ func (a *attempt) emit(e task.Event) error {
 			return nil
 		}
 		e.TaskID, e.Seq, e.Attempt = a.claimed.ID, a.seq+1, a.claimed.Attempt
-		pub, ok := a.queueLocked(e)
+		a.queueLocked(e)
 		a.seq = e.Seq
 		a.cutN++
 		switch e.Type {
@@ -309,8 +321,9 @@ func (a *attempt) emit(e task.Event) error {
 		if a.fullLocked() {
 			a.wake()
 		}
+		pub, msgs := a.takeLocked(e)
 		a.mu.Unlock()
-		a.publish(pub, ok, e)
+		a.send(pub, msgs)
 		a.pubMu.Unlock()
 		return nil
 	}
