@@ -112,7 +112,11 @@ func newObserver(natsURL string) (*capObserver, error) {
 		a := o.answers[strings.TrimPrefix(m.Subject, natsbus.TaskSubject(""))]
 		o.mu.Unlock()
 		if a != nil {
-			a.saw(intField(m.Data, "seq"), now)
+			// A log message is one event or a pack of deltas: each has its own seq.
+			_ = protocol.Pieces(m.Data, func(piece []byte) error {
+				a.saw(intField(piece, "seq"), now)
+				return nil
+			})
 		}
 	})
 	if err == nil {
