@@ -47,7 +47,7 @@ test-e2e: build
 
 ## bench: the load program (cmd/bench): the gateway, a runner and nats-server as processes, real
 ## WebSocket clients, and each scenario's raw baseline in the same run; prints the table and
-## writes docs/BENCHMARKS.md with its plot (a few minutes on 2 cores; Postgres with fsync on)
+## writes docs/BENCHMARKS.md with its plots (several minutes on 2 cores; Postgres with fsync on)
 bench:
 	TETHER_PG_FSYNC=on ./scripts/with-test-pg.sh $(GO) run ./cmd/bench
 

@@ -138,7 +138,11 @@ func newID() string { return uuid.NewString() }
 
 // postTask creates a task over HTTP and returns its id.
 func postTask(ctx context.Context, base, tok, conv, content string) (string, error) {
-	id := newID()
+	return postTaskWith(ctx, base, tok, newID(), conv, content)
+}
+
+// postTaskWith creates the task id over HTTP and returns its id.
+func postTaskWith(ctx context.Context, base, tok, id, conv, content string) (string, error) {
 	body, _ := json.Marshal(map[string]any{"task_id": id, "conversation_id": conv, "content": content})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/tasks", bytes.NewReader(body))
 	if err != nil {

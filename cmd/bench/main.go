@@ -2,15 +2,18 @@
 // gateway, the runner and a nats-server, starts them as separate processes on
 // 127.0.0.1 against the Postgres of DATABASE_URL (or TEST_DATABASE_URL), and
 // drives them from this process with real WebSocket clients. In the same
-// invocation, sides interleaved, it measures the raw baselines: a minimal
-// coder/websocket broadcast fed by the same NATS subject, a bare read loop
-// for idle connections, INSERT … ON CONFLICT through pgx for submits and
-// JetStream asynchronous publishes for long answers; the compat scenario
-// measures the encoders of PROTOCOL.md section 11 against Tether's own SSE
-// path on the same tasks. It prints the table and writes docs/BENCHMARKS.md
-// with a plot of latency against load.
+// invocation, sides interleaved, it measures the raw baselines: for the
+// capacity sweep (how many paced answers can stream at once, 2 tabs each)
+// the same events published on NATS core to the raw broadcast, nothing
+// stored; a minimal coder/websocket broadcast fed by the same NATS subject
+// for the fan-out; a bare read loop for idle connections; INSERT … ON
+// CONFLICT through pgx for submits; JetStream asynchronous publishes for
+// long answers. The compat scenario measures the encoders of PROTOCOL.md
+// section 11 against Tether's own SSE path on the same tasks. It prints the
+// table and writes docs/BENCHMARKS.md with plots of latency against answers
+// at once and against load.
 //
-//	go run ./cmd/bench                 # the full run (a few minutes on 2 cores)
+//	go run ./cmd/bench                 # the full run (several minutes on 2 cores)
 //	go run ./cmd/bench -smoke -out ''  # a short run that checks it all works
 //
 // Every process it starts is ended by its PID.
@@ -55,10 +58,14 @@ type options struct {
 	loads     []int         // events per second of the latency runs
 	duration  time.Duration // length of one latency run
 	stream    int           // N of the long answer, /stream N 0
+	capTokens int           // K of each answer of the capacity scenario, /stream K pace
+	capPace   time.Duration // the pace of its answers (33 ms: 30 tokens/s)
+	capSteps  []int         // answers at once of its sweep, rising
 	disk      int           // tasks of the log-disk run
 	repeats   int
 	only      map[string]bool
 	out, svg  string
+	capSVG    string // the capacity plot
 	profiles  string // directory for CPU profiles of the Tether side, or ""
 	bin       string // directory with prebuilt gateway, runner and nats-server, or ""
 	smoke     bool
@@ -70,7 +77,7 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o options
-	var only, loads string
+	var only, loads, capSteps string
 	fs.IntVar(&o.tabs, "tabs", 1000, "tabs of the fan-out, latency and idle scenarios")
 	fs.IntVar(&o.storm, "storm", 2000, "tabs that reconnect and resubscribe at once")
 	fs.IntVar(&o.burst, "burst", 1000, "submits sent at once")
@@ -80,11 +87,15 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	fs.StringVar(&loads, "loads", "10,100,300", "events per second of the latency runs")
 	fs.DurationVar(&o.duration, "duration", 3*time.Second, "length of one latency run")
 	fs.IntVar(&o.stream, "stream", 100000, "N of the long answer (/stream N 0)")
+	fs.IntVar(&o.capTokens, "capacity-tokens", 400, "tokens of each answer of the capacity scenario")
+	fs.DurationVar(&o.capPace, "capacity-pace", 33*time.Millisecond, "the pace of the capacity scenario's answers")
+	fs.StringVar(&capSteps, "capacity-steps", "10,20,40,80,160,240,320,480,640,960,1280", "answers at once of the capacity sweep, rising")
 	fs.IntVar(&o.disk, "disk", 1000, "tasks of the log-disk run")
 	fs.IntVar(&o.repeats, "repeats", 3, "runs of each scenario and baseline (medians are reported)")
-	fs.StringVar(&only, "only", "", "comma-separated scenarios: idle,fanout,latency,storm,submit,long,disk,compat (default all)")
+	fs.StringVar(&only, "only", "", "comma-separated scenarios: capacity,idle,fanout,latency,storm,submit,long,disk,compat (default all)")
 	fs.StringVar(&o.out, "out", "docs/BENCHMARKS.md", "the report to write (\"\": none)")
 	fs.StringVar(&o.svg, "svg", "docs/bench-latency.svg", "the plot to write (\"\": none)")
+	fs.StringVar(&o.capSVG, "capacity-svg", "docs/bench-capacity.svg", "the capacity plot to write (\"\": none)")
 	fs.StringVar(&o.profiles, "profiles", "", "save CPU profiles of the gateway and runner here")
 	fs.StringVar(&o.bin, "bin", "", "use the gateway, runner and nats-server already built in this directory")
 	fs.BoolVar(&o.smoke, "smoke", false, "a short run with small sizes: checks that everything works")
@@ -98,6 +109,12 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 		if !flagSet(fs, "loads") {
 			loads = "10,100"
 		}
+		if !flagSet(fs, "capacity-steps") {
+			capSteps = "2,4"
+		}
+		if !flagSet(fs, "capacity-tokens") {
+			o.capTokens = 30
+		}
 	}
 	for _, s := range strings.Split(loads, ",") {
 		var n int
@@ -105,6 +122,16 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 			return o, fmt.Errorf("-loads: %q is not a rate", s)
 		}
 		o.loads = append(o.loads, n)
+	}
+	for _, s := range strings.Split(capSteps, ",") {
+		var n int
+		if _, err := fmt.Sscan(strings.TrimSpace(s), &n); err != nil || n < 1 || (len(o.capSteps) > 0 && n <= o.capSteps[len(o.capSteps)-1]) {
+			return o, fmt.Errorf("-capacity-steps: %q is not a rising count", s)
+		}
+		o.capSteps = append(o.capSteps, n)
+	}
+	if o.capTokens < 1 || o.capPace <= 0 {
+		return o, errors.New("-capacity-tokens and -capacity-pace must be positive")
 	}
 	if only != "" {
 		o.only = map[string]bool{}
@@ -168,6 +195,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		name string
 		run  func(context.Context) error
 	}{
+		{"capacity", b.capacity},
 		{"idle", b.idle},
 		{"fanout", b.fanout},
 		{"latency", b.latency},

@@ -32,7 +32,7 @@ func TestSmoke(t *testing.T) {
 	if err := run(ctx, []string{"-smoke", "-out", ""}, os.Getenv, &out, &out); err != nil {
 		t.Fatalf("bench: %v\n%s", err, out.String())
 	}
-	for _, want := range []string{"flat out", "reconnect and resubscribe", "closed-loop", "idle tab", "end to end", "on disk",
+	for _, want := range []string{"answers streaming at once", "flat out", "reconnect and resubscribe", "closed-loop", "idle tab", "end to end", "on disk",
 		"compat layer, live", "compat layer, replay", "compat layer, a fast", "resumed Responses stream"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the table has no %q row:\n%s", want, out.String())

@@ -50,18 +50,19 @@ type diskRun struct {
 
 // results are every run of every scenario.
 type results struct {
-	Options options
-	Machine machineInfo
-	Elapsed time.Duration
-	Fanout  struct{ Tether, Raw []fanoutRun }
-	Latency struct{ Tether, Raw []latencyRun }
-	Storm   struct{ Tether, Raw []stormRun }
-	Burst   struct{ Tether, Raw []submitRun }
-	Closed  struct{ Tether, Raw []submitRun }
-	Idle    []idleRun
-	Long    []longRun
-	Disk    *diskRun
-	Compat  compatResults
+	Options  options
+	Machine  machineInfo
+	Elapsed  time.Duration
+	Capacity struct{ Tether, Raw []capRun }
+	Fanout   struct{ Tether, Raw []fanoutRun }
+	Latency  struct{ Tether, Raw []latencyRun }
+	Storm    struct{ Tether, Raw []stormRun }
+	Burst    struct{ Tether, Raw []submitRun }
+	Closed   struct{ Tether, Raw []submitRun }
+	Idle     []idleRun
+	Long     []longRun
+	Disk     *diskRun
+	Compat   compatResults
 }
 
 // med is the median of f over runs.
@@ -110,6 +111,7 @@ func (r *results) table() string {
 	var b strings.Builder
 	b.WriteString("| scenario | Tether | baseline in the same run | ratio |\n|---|---|---|---|\n")
 	row := func(cells ...string) { b.WriteString("| " + strings.Join(cells, " | ") + " |\n") }
+	r.capacityRow(row)
 	if len(r.Fanout.Tether) > 0 {
 		t, w := r.Fanout.Tether, r.Fanout.Raw
 		tr, tc, wr, wc := med(t, func(x fanoutRun) float64 { return x.Rate }), med(t, func(x fanoutRun) float64 { return x.CPUPerDelivery }),
@@ -238,6 +240,16 @@ func (b *bench) writeReport(args []string) error {
 	}
 	w.WriteString("\n## Results\n\n")
 	w.WriteString(r.table())
+	if b.o.capSVG != "" && len(r.Capacity.Tether) > 0 {
+		rel, err := filepath.Rel(filepath.Dir(b.o.out), b.o.capSVG)
+		if err != nil {
+			rel = b.o.capSVG
+		}
+		fmt.Fprintf(&w, "\n![Capacity: p99 latency of a delivery against answers streaming at once, Tether and the raw path](%s)\n", rel)
+		if err := os.WriteFile(b.o.capSVG, []byte(r.capacityPlot()), 0o644); err != nil {
+			return err
+		}
+	}
 	if b.o.svg != "" && len(r.Latency.Tether) > 0 {
 		rel, err := filepath.Rel(filepath.Dir(b.o.out), b.o.svg)
 		if err != nil {
@@ -265,6 +277,21 @@ func (r *results) runs() string {
 		}
 	}
 	var xs []string
+	for _, side := range []struct {
+		name string
+		runs []capRun
+	}{{"capacity, Tether", r.Capacity.Tether}, {"capacity, raw", r.Capacity.Raw}} {
+		xs = nil
+		for _, t := range side.runs {
+			v := "pass"
+			if !t.Pass {
+				v = "fail: " + t.Why
+			}
+			xs = append(xs, fmt.Sprintf("%d answers p50 %.1f p99 %.1f ms, machine %.0f%% busy (%s)", t.N, t.P50, t.P99, 100*t.Busy, v))
+		}
+		list(side.name, xs)
+	}
+	xs = nil
 	for i, t := range r.Fanout.Tether {
 		w := r.Fanout.Raw[min(i, len(r.Fanout.Raw)-1)]
 		xs = append(xs, fmt.Sprintf("%s/s %.2f µs (%d dropped) vs raw %s/s %.2f µs (%d dropped)",
@@ -312,7 +339,7 @@ func (r *results) runs() string {
 	return b.String()
 }
 
-const scenarioDocs = `- **Flat out**: one pending task (no runner), every tab of one user subscribed to it; this process
+const scenarioDocs = capacityDocs + `- **Flat out**: one pending task (no runner), every tab of one user subscribed to it; this process
   publishes events on the task's subject as a runner does (JetStream, asynchronous, Tether's encoding)
   as fast as it can, and measures until every tab has the last one. The baseline is the coder/websocket
   chat example (a channel and a writer goroutine per client, a frame per message, a timeout per write)

@@ -140,6 +140,8 @@ type parts struct {
 	runner bool
 	raw    bool
 	env    []string // extra environment of the gateway and runner
+	// runnerEnv is extra environment of the runner alone (later values win).
+	runnerEnv []string
 }
 
 // start runs nats-server, a gateway on a fresh schema and, as asked, a
@@ -178,7 +180,7 @@ func (b *bench) start(ctx context.Context, name string, p parts) (_ *system, err
 	}
 	if p.runner {
 		s.runner, err = startProc(ctx, dir, "runner", b.runner, nil, append([]string{
-			"TETHER_RUNNER_CONCURRENCY=64", "TETHER_RUNNER_ID=bench-runner", "TETHER_DRAIN_TIMEOUT=1s"}, common...), "pprof")
+			"TETHER_RUNNER_CONCURRENCY=64", "TETHER_RUNNER_ID=bench-runner", "TETHER_DRAIN_TIMEOUT=1s"}, append(common, p.runnerEnv...)...), "pprof")
 		if err != nil {
 			return nil, err
 		}

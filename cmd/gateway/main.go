@@ -29,6 +29,7 @@ import (
 	"github.com/tether-dev/tether/internal/natsbus"
 	"github.com/tether-dev/tether/internal/postgres"
 	"github.com/tether-dev/tether/internal/profiling"
+	"github.com/tether-dev/tether/internal/tracing"
 	"github.com/tether-dev/tether/internal/uploads"
 	"github.com/tether-dev/tether/internal/webui"
 )
@@ -54,6 +55,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: c.LogLevel}))
+	// OpenTelemetry tracing, off unless OTEL_EXPORTER_OTLP_ENDPOINT is set
+	// (docs/deploy.md, "Tracing").
+	tp, stopTracing, err := tracing.Start(ctx, "tether-gateway", getenv, log)
+	if err != nil {
+		return err
+	}
+	defer flushTraces(stopTracing, log)
 	if c.PprofAddr != "" {
 		prof, err := profiling.Start(c.PprofAddr, log)
 		if err != nil {
@@ -131,13 +139,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	defer bus.Close()
 
-	// Uploads keep their bytes in a directory of this gateway (see
-	// docs/deploy.md, "Uploads storage") and the rest in Postgres.
-	uploadDir := c.UploadDir
-	if uploadDir == "" {
-		uploadDir = filepath.Join(c.DataDir, "uploads")
-	}
-	blobs, err := uploads.NewDir(uploadDir)
+	// Uploads keep their bytes in a directory of this gateway or an S3
+	// bucket (uploads.go) and the rest in Postgres.
+	blobs, err := uploadBlobs(ctx, c, log)
 	if err != nil {
 		return err
 	}
@@ -166,6 +170,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Uploads:          ups,
 		Logger:           log,
 		Ready:            store.Ping,
+		Tracing:          tp,
 	}, store, natsgateway.New(bus))
 	if err != nil {
 		return err
@@ -266,4 +271,14 @@ func displayAddr(a net.Addr) string {
 		return "localhost:" + strconv.Itoa(tcp.Port)
 	}
 	return a.String()
+}
+
+// flushTraces sends the spans still queued on the way out, for a few
+// seconds at most: a collector that is down does not hold up the exit.
+func flushTraces(stop func(context.Context) error, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := stop(ctx); err != nil {
+		log.Warn("tracing: spans not flushed at exit", "err", err)
+	}
 }

@@ -39,6 +39,7 @@ func TestRunRejectsBadSettings(t *testing.T) {
 		{"DATABASE_URL": "postgres://x", "TETHER_MAX_TABS_PER_USER": "many"},
 		{"DATABASE_URL": "postgres://x", "TETHER_JWT_JWKS_URL": "https://idp.example/jwks,idp.example/jwks"},
 		{"DATABASE_URL": "postgres://x", "TETHER_JWT_JWKS_REFRESH": "0s"},
+		{"DATABASE_URL": "postgres://x", "TETHER_UPLOAD_S3_ENDPOINT": "http://127.0.0.1:9000"},
 	} {
 		err := run(context.Background(), nil, getenvFrom(env), io.Discard, io.Discard)
 		if err == nil {

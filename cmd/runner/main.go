@@ -17,6 +17,7 @@ import (
 	"os/signal"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/tether-dev/tether/internal/config"
 	"github.com/tether-dev/tether/internal/engine"
@@ -26,6 +27,7 @@ import (
 	"github.com/tether-dev/tether/internal/profiling"
 	"github.com/tether-dev/tether/internal/runner"
 	"github.com/tether-dev/tether/internal/runner/natsrunner"
+	"github.com/tether-dev/tether/internal/tracing"
 )
 
 func main() {
@@ -52,6 +54,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	// named after it).
 	o.RunnerID = cmp.Or(o.RunnerID, runner.DefaultID())
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: o.LogLevel}))
+	// OpenTelemetry tracing, off unless OTEL_EXPORTER_OTLP_ENDPOINT is set
+	// (docs/deploy.md, "Tracing").
+	tp, stopTracing, err := tracing.Start(ctx, "tether-runner", getenv, log)
+	if err != nil {
+		return err
+	}
+	defer flushTraces(stopTracing, log)
 	var prof *profiling.Server
 	if o.PprofAddr != "" {
 		if prof, err = profiling.Start(o.PprofAddr, log); err != nil {
@@ -87,7 +96,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	defer bus.Close()
 
 	r, err := runner.New(runner.Config{ID: o.RunnerID, Engine: eng, Concurrency: o.Concurrency,
-		Lease: o.Lease, DrainTimeout: o.DrainTimeout, ClaimTimeout: o.ClaimTimeout, Logger: log}, store, natsrunner.New(bus))
+		Lease: o.Lease, DrainTimeout: o.DrainTimeout, ClaimTimeout: o.ClaimTimeout, Logger: log,
+		PackWindow: packWindow(o.PackDeltas), Tracing: tp}, store, natsrunner.New(bus))
 	if err != nil {
 		return err
 	}
@@ -156,4 +166,23 @@ func openStore(ctx context.Context, o *config.Config, log *slog.Logger) (*postgr
 	return postgres.Dial(ctx, o.DatabaseURL, cfg, o.ConnectTimeout, func(err error) {
 		log.Warn("Postgres not reachable yet, retrying", "err", err)
 	})
+}
+
+// flushTraces sends the spans still queued on the way out, for a few
+// seconds at most: a collector that is down does not hold up the exit.
+func flushTraces(stop func(context.Context) error, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := stop(ctx); err != nil {
+		log.Warn("tracing: spans not flushed at exit", "err", err)
+	}
+}
+
+// packWindow is runner.Config.PackWindow for TETHER_PACK_DELTAS: the
+// default window, or none.
+func packWindow(pack bool) time.Duration {
+	if pack {
+		return runner.DefaultPackWindow
+	}
+	return -1
 }

@@ -2,6 +2,8 @@ import type { Platform, SocketLike } from '../src/lib/platform';
 import type { KeyValue } from '../src/lib/storage';
 import type { SyncMessage, TabChannel } from '../src/lib/tabsync';
 import type { ClientMessage, ServerMessage, Task } from '../src/lib/protocol';
+import type { LinkBus, LinkElector } from '../src/lib/shared';
+import type { LinkMessage } from '../src/lib/sharing';
 
 /** A WebSocket double: records what the client sends, lets a test open, close and push frames. */
 export class FakeSocket implements SocketLike {
@@ -218,4 +220,81 @@ export function mkTask(over: Partial<Task> = {}): Task {
     updated_at: '2025-01-01T00:00:00Z',
     ...over,
   };
+}
+
+/**
+ * The link channel of one browser's tabs (BroadcastChannel double): ordered,
+ * to every other member, and asynchronous like the real one: posts wait in
+ * a queue until the test calls deliver().
+ */
+export class FakeLinkHub {
+  private queue: Array<{ from: FakeLinkBus; m: LinkMessage }> = [];
+  readonly members = new Set<FakeLinkBus>();
+  /** Every message posted, in order. */
+  readonly log: LinkMessage[] = [];
+  bus(): FakeLinkBus {
+    const b = new FakeLinkBus(this);
+    this.members.add(b);
+    return b;
+  }
+  enqueue(from: FakeLinkBus, m: LinkMessage): void {
+    this.log.push(m);
+    this.queue.push({ from, m: structuredClone(m) });
+  }
+  /** Delivers every queued message, and those they cause, in order. */
+  deliver(): void {
+    for (let i = 0; i < 10_000 && this.queue.length; i++) {
+      const { from, m } = this.queue.shift()!;
+      for (const b of [...this.members]) if (b !== from) b.receive(m);
+    }
+  }
+}
+export class FakeLinkBus implements LinkBus {
+  private cbs = new Set<(m: LinkMessage) => void>();
+  constructor(private readonly hub: FakeLinkHub) {}
+  post(m: LinkMessage): void {
+    if (this.hub.members.has(this)) this.hub.enqueue(this, m);
+  }
+  listen(cb: (m: LinkMessage) => void): () => void {
+    this.cbs.add(cb);
+    return () => this.cbs.delete(cb);
+  }
+  close(): void {
+    this.hub.members.delete(this);
+  }
+  receive(m: LinkMessage): void {
+    for (const cb of [...this.cbs]) cb(structuredClone(m));
+  }
+}
+
+/** A Web Lock double: the first to ask leads; when it releases (or its tab dies) the next waiting one does. */
+export class FakeElector {
+  private waiting: Array<{ onLeader: () => void; held: boolean }> = [];
+  elector(): LinkElector {
+    return {
+      elect: (onLeader) => {
+        const w = { onLeader, held: false };
+        this.waiting.push(w);
+        queueMicrotask(() => this.grant());
+        return () => this.release(w);
+      },
+    };
+  }
+  private release(w: { held: boolean }): void {
+    this.waiting = this.waiting.filter((x) => x !== w);
+    this.grant();
+  }
+  /** Gives the lock to the first waiting when nobody holds it. */
+  grant(): void {
+    const first = this.waiting[0];
+    if (first && !first.held) {
+      first.held = true;
+      first.onLeader();
+    }
+  }
+  /** The holder's tab died: the browser frees its lock. */
+  killHolder(): void {
+    const h = this.waiting[0];
+    if (h?.held) this.release(h);
+  }
 }

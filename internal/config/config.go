@@ -120,6 +120,16 @@ func Load(c Component, args []string, getenv func(string) string, stderr io.Writ
 	if c == Runner && cfg.Engine == "openai" && cfg.OpenAIModel == "" {
 		return nil, errors.New("TETHER_OPENAI_MODEL (-openai-model) is required with TETHER_ENGINE=openai: the model name the server knows (docs/engines.md)")
 	}
+	if c == Gateway && cfg.UploadS3Bucket == "" {
+		for _, s := range []struct{ env, v string }{
+			{"TETHER_UPLOAD_S3_ENDPOINT", cfg.UploadS3Endpoint},
+			{"TETHER_UPLOAD_S3_REGION", cfg.UploadS3Region},
+		} {
+			if s.v != "" {
+				return nil, fmt.Errorf("%s is set but TETHER_UPLOAD_S3_BUCKET is not: name the bucket, or unset it to keep uploads in TETHER_UPLOAD_DIR", s.env)
+			}
+		}
+	}
 	if cfg.DatabaseURL == "" {
 		return nil, errors.New("DATABASE_URL is not set: point it (or -database-url) at Postgres, or use `make run`, which starts a private one")
 	}

@@ -58,6 +58,10 @@ func TestStrictTypes(t *testing.T) {
 		{Gateway, map[string]string{"TETHER_AUTH_SECRET": "short-secret"}, nil, "TETHER_AUTH_SECRET=<hidden>: too short"},
 		{Gateway, nil, []string{"-max-attempts", "2.5"}, "-max-attempts=\"2.5\" (TETHER_MAX_ATTEMPTS): want an integer"},
 		{Gateway, nil, []string{"-auth-secret", "short-secret"}, "-auth-secret=<hidden> (TETHER_AUTH_SECRET): too short"},
+		{Gateway, map[string]string{"TETHER_UPLOAD_S3_ENDPOINT": "http://127.0.0.1:9000"}, nil,
+			"TETHER_UPLOAD_S3_ENDPOINT is set but TETHER_UPLOAD_S3_BUCKET is not"},
+		{Gateway, map[string]string{"TETHER_UPLOAD_S3_BUCKET": "b", "TETHER_UPLOAD_S3_PATH_STYLE": "sometimes"}, nil,
+			"TETHER_UPLOAD_S3_PATH_STYLE"},
 	} {
 		env := map[string]string{"DATABASE_URL": "postgres://x"}
 		for k, v := range tc.env {

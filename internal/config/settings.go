@@ -53,6 +53,12 @@ type Config struct {
 	MaxUpload int
 	UploadDir string
 	UploadTTL time.Duration
+	// UploadS3* put the bytes of uploads in a bucket instead of UploadDir.
+	UploadS3Bucket    string
+	UploadS3Endpoint  string
+	UploadS3Region    string
+	UploadS3Prefix    string
+	UploadS3PathStyle string // auto, true or false
 
 	Engine                  string
 	OpenAIBaseURL           string
@@ -81,6 +87,7 @@ type Config struct {
 	LockTimeout         time.Duration
 	RequestTimeout      time.Duration
 	ClaimTimeout        time.Duration
+	PackDeltas          bool
 	MaintenanceTimeout  time.Duration
 	MaintenanceInterval time.Duration
 	LogLevel            slog.Level
@@ -188,6 +195,24 @@ func (c *Config) settings() []setting {
 			defDoc: "`TETHER_DATA_DIR/uploads`",
 			doc:    "directory that keeps the bytes of uploads ([docs/deploy.md](docs/deploy.md#uploads-storage))",
 			value:  str(&c.UploadDir)},
+		{env: "TETHER_UPLOAD_S3_BUCKET", flag: "upload-s3-bucket", users: Gateway,
+			defDoc: "unset: uploads stay in `TETHER_UPLOAD_DIR`",
+			doc:    "keep the bytes of uploads in this bucket of an S3-compatible store (AWS S3, MinIO, versitygw, R2), shared by every gateway; credentials come from the usual AWS variables (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_PROFILE`, ...) ([docs/deploy.md](docs/deploy.md#uploads-in-an-s3-compatible-bucket))",
+			value:  str(&c.UploadS3Bucket)},
+		{env: "TETHER_UPLOAD_S3_ENDPOINT", flag: "upload-s3-endpoint", users: Gateway,
+			defDoc: "unset: AWS S3",
+			doc:    "URL of an S3-compatible store other than AWS, e.g. `http://minio:9000`; needs `TETHER_UPLOAD_S3_BUCKET`",
+			value:  str(&c.UploadS3Endpoint)},
+		{env: "TETHER_UPLOAD_S3_REGION", flag: "upload-s3-region", users: Gateway,
+			defDoc: "unset: `AWS_REGION`, else `us-east-1`",
+			doc:    "region of the bucket (R2: `auto`)",
+			value:  str(&c.UploadS3Region)},
+		{env: "TETHER_UPLOAD_S3_PREFIX", flag: "upload-s3-prefix", users: Gateway, def: "uploads/",
+			doc:   "put before every object key; each upload is the objects under `<prefix><upload id>/`",
+			value: str(&c.UploadS3Prefix)},
+		{env: "TETHER_UPLOAD_S3_PATH_STYLE", flag: "upload-s3-path-style", users: Gateway, def: "auto",
+			doc:   "address the bucket in the URL's path (`endpoint/bucket/key`), not its host name: `true`, `false`, or `auto` = `true` with `TETHER_UPLOAD_S3_ENDPOINT`, `false` without",
+			value: choice(&c.UploadS3PathStyle, "auto", "true", "false")},
 		{env: "TETHER_UPLOAD_TTL", flag: "upload-ttl", users: Gateway, def: dur(uploads.DefaultTTL),
 			doc:   "an upload no message holds is removed, with its bytes, this long after its last byte arrived",
 			value: duration(&c.UploadTTL)},
@@ -280,6 +305,9 @@ func (c *Config) settings() []setting {
 		{env: "TETHER_CLAIM_TIMEOUT", flag: "claim-timeout", users: Runner, def: dur(runner.DefaultClaimTimeout),
 			doc:   "deadline of a runner's claim of a dispatched task; past it the dispatch comes back for another try",
 			value: duration(&c.ClaimTimeout)},
+		{env: "TETHER_PACK_DELTAS", flag: "pack-deltas", users: Runner, def: "true",
+			doc:   "pack consecutive deltas that come faster than a few milliseconds apart into one log message (a fast answer costs NATS a message per pack, not per token; a slow one still sends each delta at once); `false`: one message per event, while gateways or runners older than packs still read the log ([docs/deploy.md](docs/deploy.md#upgrading-to-packed-deltas))",
+			value: boolean(&c.PackDeltas)},
 		{env: "TETHER_MAINTENANCE_TIMEOUT", flag: "maintenance-timeout", users: both, def: dur(maintenance.DefaultStepTimeout),
 			doc:   "deadline of each step of a maintenance round (expire, hand over, purge, sweep, dispatch again); past it the step is logged and the next round tries again",
 			value: duration(&c.MaintenanceTimeout)},

@@ -21,6 +21,8 @@ var testOnly = []string{
 	"internal/natsbus/natstest",
 	"internal/postgres/pgtest",
 	"internal/syncbuffer",
+	"internal/tracing/tracingtest",
+	"internal/uploads/s3test",
 }
 
 // TestOnlyTestsImport: outside the test-only packages themselves, only

@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -103,14 +104,18 @@ func replayLog(natsURL, taskID string) (*logReplay, error) {
 			if err != nil {
 				return nil, err
 			}
-			r.events++
-			var e wireMsg
-			if err := json.Unmarshal(m.Data(), &e); err != nil || !isStreamEvent(e.Type) {
-				r.f.problem("log message %d is not a stream event: %q", meta.Sequence.Stream, truncate(m.Data(), 200))
-			} else {
-				r.f.receive(r.f.attemptOf(e), e.Seq)
-				held = append(held, heldEvent{e, meta.Timestamp})
-				held = r.applyHeld(held)
+			// A log message is one event, or a pack of deltas, one a line
+			// (docs/protocol.md).
+			for _, line := range bytes.Split(m.Data(), []byte("\n")) {
+				r.events++
+				var e wireMsg
+				if err := json.Unmarshal(line, &e); err != nil || !isStreamEvent(e.Type) {
+					r.f.problem("log message %d is not a stream event: %q", meta.Sequence.Stream, truncate(line, 200))
+				} else {
+					r.f.receive(r.f.attemptOf(e), e.Seq)
+					held = append(held, heldEvent{e, meta.Timestamp})
+					held = r.applyHeld(held)
+				}
 			}
 			if meta.Sequence.Stream >= last.Sequence {
 				r.late = r.f.reordered

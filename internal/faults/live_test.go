@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -32,7 +33,12 @@ func watchLive(t testing.TB, natsURL, taskID string) *liveWatch {
 		var e struct {
 			Seq int64 `json:"seq"`
 		}
-		if json.Unmarshal(m.Data, &e) != nil {
+		// Of a pack of deltas, one a line, the last is the highest.
+		data := m.Data
+		if i := bytes.LastIndexByte(data, '\n'); i >= 0 {
+			data = data[i+1:]
+		}
+		if json.Unmarshal(data, &e) != nil {
 			return
 		}
 		w.mu.Lock()

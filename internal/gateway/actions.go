@@ -6,17 +6,29 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/tether-dev/tether/internal/task"
+	"github.com/tether-dev/tether/internal/tracing"
 )
 
 // The actions below are shared by WebSocket, SSE and HTTP, so each protocol
 // has one submit, one cancel and one subscribe logic.
 
 // submit creates the task (or finds it, or retries it), then tells the
-// runners and the user's other tabs.
-func (s *Server) submit(ctx context.Context, user string, req task.SubmitRequest) (task.SubmitResult, error) {
+// runners and the user's other tabs. Its span is the root of the task's
+// trace: the dispatch carries it to the runner that claims the attempt.
+func (s *Server) submit(ctx context.Context, user string, req task.SubmitRequest) (res task.SubmitResult, err error) {
+	ctx, span := s.tracer.Start(ctx, tracing.SpanSubmit, trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(tracing.KeyTaskID.String(req.TaskID), tracing.User(user)))
+	defer func() {
+		if err == nil {
+			span.SetAttributes(tracing.KeyAttempt.Int(res.Task.Attempt), tracing.KeyOutcome.String(submitOutcome(res)))
+		}
+		tracing.End(span, err)
+	}()
 	req.UserID = user
-	res, err := s.submitToStore(ctx, req)
+	res, err = s.submitToStore(ctx, req)
 	if err != nil {
 		s.metrics.submits.WithLabelValues(outcome(err)).Inc()
 		if errors.Is(err, task.ErrTooManyRetries) {
@@ -27,7 +39,7 @@ func (s *Server) submit(ctx context.Context, user string, req task.SubmitRequest
 	switch {
 	case res.Created:
 		s.metrics.submits.WithLabelValues("created").Inc()
-		s.announceNew(res.Task)
+		s.announceNew(ctx, res.Task)
 	case res.Retried:
 		s.metrics.submits.WithLabelValues("retried").Inc()
 		s.announce(ctx, res.Task, true)
@@ -37,13 +49,26 @@ func (s *Server) submit(ctx context.Context, user string, req task.SubmitRequest
 	return res, nil
 }
 
+// submitOutcome names what a submit did, for its span and metrics.
+func submitOutcome(res task.SubmitResult) string {
+	switch {
+	case res.Created:
+		return "created"
+	case res.Retried:
+		return "retried"
+	default:
+		return "existing"
+	}
+}
+
 // announceNew dispatches a task just created and tells the user's tabs,
 // without waiting for NATS: the task is safe in Postgres, and if a publish is
 // lost the maintenance loop dispatches it again, so the submit's reply does
 // not wait for an acknowledgement. The caller's follower, if any, is already
-// attached, so it gets every event of the task from the first on.
-func (s *Server) announceNew(t task.Task) {
-	if err := s.bus.DispatchAsync(t.ID, t.Attempt); err != nil {
+// attached, so it gets every event of the task from the first on. ctx
+// carries the submit's span to the runner; nothing waits on it.
+func (s *Server) announceNew(ctx context.Context, t task.Task) {
+	if err := s.bus.DispatchAsync(ctx, t.ID, t.Attempt); err != nil {
 		s.log.Warn("dispatch", "task_id", t.ID, "attempt", t.Attempt, "err", err)
 	}
 	if err := s.bus.PublishUserTask(t.UserID, t); err != nil {
@@ -90,7 +115,10 @@ func outcome(err error) string {
 // running one is cancelled by its runner, so this asks it and waits (up to
 // CancelWait) for the cancelled status, then answers with the task as it
 // stands.
-func (s *Server) cancelTask(ctx context.Context, user, taskID string) (task.Task, error) {
+func (s *Server) cancelTask(ctx context.Context, user, taskID string) (_ task.Task, err error) {
+	ctx, span := s.tracer.Start(ctx, tracing.SpanCancel, trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(tracing.KeyTaskID.String(taskID), tracing.User(user)))
+	defer func() { tracing.End(span, err) }()
 	res, err := s.store.Cancel(ctx, user, taskID)
 	if err != nil {
 		return task.Task{}, err
@@ -112,13 +140,13 @@ func (s *Server) cancelTask(ctx context.Context, user, taskID string) (task.Task
 		// message or at its next heartbeat. Without the live feed there is
 		// nothing to wait on, so the answer is the task as it stands.
 		s.log.Warn("cancel: cannot watch the task; answering without waiting", "task_id", taskID, "err", err)
-		if err := s.bus.RequestCancel(taskID); err != nil {
+		if err := s.bus.RequestCancel(ctx, taskID); err != nil {
 			s.log.Warn("request cancel", "task_id", taskID, "err", err)
 		}
 		return res.Task, nil
 	}
 	defer f.stop()
-	if err := s.bus.RequestCancel(taskID); err != nil {
+	if err := s.bus.RequestCancel(ctx, taskID); err != nil {
 		s.log.Warn("request cancel", "task_id", taskID, "err", err)
 	}
 	t, err := s.store.Get(ctx, user, taskID)

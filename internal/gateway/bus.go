@@ -27,9 +27,12 @@ type Bus interface {
 	SubscribeUser(userID string, fn func(data []byte)) (unsubscribe func() error, err error)
 	Dispatch(ctx context.Context, taskID string, attempt int) error
 	// DispatchAsync is Dispatch without an acknowledgement (maintenance
-	// dispatches a task that stays pending again).
-	DispatchAsync(taskID string, attempt int) error
-	RequestCancel(taskID string) error
+	// dispatches a task that stays pending again); ctx carries only the
+	// trace context to the runner.
+	DispatchAsync(ctx context.Context, taskID string, attempt int) error
+	// RequestCancel asks the runner holding the task to stop; ctx carries
+	// only the trace context.
+	RequestCancel(ctx context.Context, taskID string) error
 	Ready(ctx context.Context) error
 	// OnReconnect registers fn to run whenever the connection to NATS comes
 	// back: live events published meanwhile were missed, so every follower

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tether-dev/tether/internal/protocol"
 	"github.com/tether-dev/tether/internal/task"
+	"github.com/tether-dev/tether/internal/tracing"
 )
 
 // The gateway's core, for the encoders of other APIs (internal/compat,
@@ -130,6 +131,7 @@ func (s *Server) Watch(ctx context.Context, user, taskID string, replay bool) (*
 		return nil, task.Errorf(task.CodeRateLimited,
 			"too many open streams for this user on this server (%d); close some", s.cfg.MaxTabsPerUser)
 	}
+	span := s.startResume(ctx, user, taskID, "watch")
 	w := &Watch{s: s, user: user, max: s.cfg.QueueBytes, wake: make(chan struct{}, 1), room: make(chan struct{}, 1)}
 	s.streams.Add(1)
 	s.metrics.sseStreams.Inc()
@@ -139,25 +141,29 @@ func (s *Server) Watch(ctx context.Context, user, taskID string, replay bool) (*
 	if err := s.hub.attach(f); err != nil {
 		w.done()
 		s.log.Warn("watch: attach", "task_id", taskID, "err", err)
-		return nil, task.Unavailable("event bus", err)
+		err = task.Unavailable("event bus", err)
+		tracing.End(span, err)
+		return nil, err
 	}
 	t, err := s.store.Get(ctx, user, taskID)
 	if err != nil {
 		f.stop()
 		w.done()
+		tracing.End(span, err)
 		return nil, err
 	}
+	resumed(span, t)
 	w.f = f
 	// The catch-up waits for the reader between batches, so it runs while
 	// the caller reads.
 	if replay && t.Attempt == 1 && t.Seq <= maxReplayEvents {
 		if logged, at, ok := s.resumeAt(ctx, t, 0); ok {
 			w.push(Update{Snapshot: beforeFirstEvent(t)}, false)
-			f.spawn(func() { f.startAt(at, logged, task.PositionOf(t)) })
+			f.spawn(func() { f.startAt(at, logged, task.PositionOf(t)); span.End() })
 			return w, nil
 		}
 	}
-	f.spawn(func() { f.start(t, nil, existingTask) })
+	f.spawn(func() { f.start(t, nil, existingTask); span.End() })
 	return w, nil
 }
 

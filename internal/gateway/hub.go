@@ -37,9 +37,13 @@ func newHub(bus Bus, log *slog.Logger, m *metrics, recent int, linger time.Durat
 }
 
 type topic struct {
-	id    string
-	ready chan struct{} // closed once the upstream subscription is set up
-	err   error         // set before ready is closed when it failed
+	id string
+	// subscribing is held (Add(1)) by the first follower while it sets up
+	// the upstream subscription; the others Wait on it. A WaitGroup lives in
+	// the topic, where a channel to close would be an allocation of its own
+	// for every followed task.
+	subscribing sync.WaitGroup
+	err         error // set before subscribing is done when it failed
 
 	mu sync.Mutex
 	// followers is read by publish without the lock: publish takes the
@@ -66,7 +70,8 @@ func (h *hub) attach(f *follower) error {
 	h.mu.Lock()
 	t, ok := h.topics[f.taskID]
 	if !ok {
-		t = &topic{id: f.taskID, ready: make(chan struct{})}
+		t = &topic{id: f.taskID}
+		t.subscribing.Add(1)
 		h.topics[f.taskID] = t
 	}
 	t.mu.Lock()
@@ -83,12 +88,12 @@ func (h *hub) attach(f *follower) error {
 		t.mu.Lock()
 		t.unsub, t.err = unsub, err
 		t.mu.Unlock()
-		close(t.ready)
+		t.subscribing.Done()
 		if err == nil {
 			h.metrics.upstream.Inc()
 		}
 	}
-	<-t.ready
+	t.subscribing.Wait()
 	if t.err != nil {
 		h.release(t)
 		return fmt.Errorf("follow task %s: %w", f.taskID, t.err)

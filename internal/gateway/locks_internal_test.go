@@ -177,8 +177,7 @@ func TestUserSubscribeDoesNotHoldUpOtherUsers(t *testing.T) {
 // join no longer copies every follower (about 400 MB of garbage for 10,000
 // joins one by one).
 func BenchmarkAttachToBusyTopic(b *testing.B) {
-	t := &topic{ready: make(chan struct{})}
-	close(t.ready)
+	t := &topic{}
 	h := &hub{metrics: newMetrics(), topics: map[string]*topic{"t": t}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	for range 10000 {
 		f := &follower{hub: h, taskID: "t"}

@@ -21,7 +21,10 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/tether-dev/tether/internal/task"
+	"github.com/tether-dev/tether/internal/tracing"
 )
 
 // Config tunes a gateway. The zero value works: anonymous auth, no rate
@@ -94,6 +97,9 @@ type Config struct {
 	Uploads Uploads
 	// Ready reports whether the store is reachable (for /readyz).
 	Ready func(ctx context.Context) error
+	// Tracing is the process's tracer provider (internal/tracing); nil:
+	// no spans.
+	Tracing trace.TracerProvider
 }
 
 const minQueueBytes = 1 << 20
@@ -139,6 +145,7 @@ type Server struct {
 	store   task.Store
 	bus     Bus
 	log     *slog.Logger
+	tracer  trace.Tracer
 	metrics *metrics
 	hub     *hub
 	users   *userHub
@@ -180,6 +187,7 @@ func New(cfg Config, store task.Store, bus Bus) (*Server, error) {
 		store:   store,
 		bus:     bus,
 		log:     cfg.Logger,
+		tracer:  tracing.Tracer(cfg.Tracing),
 		metrics: m,
 		hub:     newHub(bus, cfg.Logger, m, cfg.RecentEvents, cfg.TopicLinger, cfg.QueueBytes),
 		auth: &authenticator{secret: cfg.AuthSecret, keys: cfg.Keys, methods: jwtMethods(cfg.AuthSecret, cfg.Keys),

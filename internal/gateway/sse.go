@@ -11,6 +11,7 @@ import (
 
 	"github.com/tether-dev/tether/internal/protocol"
 	"github.com/tether-dev/tether/internal/task"
+	"github.com/tether-dev/tether/internal/tracing"
 )
 
 // serveSSE streams a task's events (PROTOCOL.md section 5) with the same
@@ -54,27 +55,33 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 	defer s.metrics.sseStreams.Dec()
 
 	ctx := r.Context()
+	span := s.startResume(ctx, id.user, taskID, "sse")
 	k := &sseSink{out: newOutbox(s.cfg.QueueBytes, s.metrics.queueDrops.Inc)}
 	f := newFollower(ctx, s.hub, taskID, k, func(ctx2 context.Context) (task.Task, error) {
 		return s.store.Get(ctx2, id.user, taskID)
 	})
 	if err := s.hub.attach(f); err != nil {
 		s.log.Warn("sse: attach", "task_id", taskID, "err", err)
-		writeError(w, task.Unavailable("event bus", err))
+		err = task.Unavailable("event bus", err)
+		tracing.End(span, err)
+		writeError(w, err)
 		return
 	}
 	defer f.stop()
 	t, err := s.store.Get(ctx, id.user, taskID)
 	if err != nil {
 		s.logError("sse", err, "task_id", taskID)
+		tracing.End(span, err)
 		writeError(w, err)
 		return
 	}
+	resumed(span, t)
 	// A resume of a finished stream (Last-Event-ID at or past its terminal
 	// event) has nothing to send: 204 tells an EventSource to stop
 	// reconnecting (HTML, "server-sent events"), where an empty 200 would
 	// have it come back every few seconds forever.
 	if lastID >= 0 && t.Status.Terminal() && lastID >= t.Seq {
+		span.End()
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
@@ -88,6 +95,7 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(http.StatusOK)
 	if err := s.flushSSE(rc); err != nil {
+		tracing.End(span, err)
 		return
 	}
 
@@ -99,10 +107,11 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 	if lastID >= 0 {
 		logged, at, resume = s.resumeAt(ctx, t, lastID)
 	}
+	// The resume's span ends when the follower has caught up.
 	if resume {
-		f.spawn(func() { f.startAt(at, logged, task.PositionOf(t)) })
+		f.spawn(func() { f.startAt(at, logged, task.PositionOf(t)); span.End() })
 	} else {
-		f.spawn(func() { f.start(t, nil, existingTask) })
+		f.spawn(func() { f.start(t, nil, existingTask); span.End() })
 	}
 
 	keepAlive := time.NewTicker(s.cfg.SSEKeepAlive)

@@ -37,9 +37,9 @@ func (b *flakyBus) SubscribeTask(id string, fn func(task.Msg), lost func()) (fun
 	return b.Bus.SubscribeTask(id, fn, lost)
 }
 
-func (b *flakyBus) RequestCancel(id string) error {
+func (b *flakyBus) RequestCancel(ctx context.Context, id string) error {
 	b.cancels.Add(1)
-	return b.Bus.RequestCancel(id)
+	return b.Bus.RequestCancel(ctx, id)
 }
 
 func (b *flakyBus) Dispatch(ctx context.Context, id string, attempt int) error {
@@ -49,12 +49,13 @@ func (b *flakyBus) Dispatch(ctx context.Context, id string, attempt int) error {
 	return b.Bus.Dispatch(ctx, id, attempt)
 }
 
-// DispatchAsync has no context to be cancelled: it is recorded as nil.
-func (b *flakyBus) DispatchAsync(id string, attempt int) error {
+// DispatchAsync's context carries only the trace context, never a
+// cancellation: it is recorded as nil.
+func (b *flakyBus) DispatchAsync(ctx context.Context, id string, attempt int) error {
 	b.mu.Lock()
 	b.dispatched = append(b.dispatched, nil)
 	b.mu.Unlock()
-	return b.Bus.DispatchAsync(id, attempt)
+	return b.Bus.DispatchAsync(ctx, id, attempt)
 }
 
 // flakyGateway is a second gateway of e, on a flaky bus and optionally a

@@ -44,11 +44,16 @@ func withUploads(t testing.TB, lu *lazyUploads) func(*envOptions) {
 		t.Fatal(err)
 	}
 	lu.dir = dir
+	return withUploadsOn(t, lu, dir, 8<<20)
+}
+
+// withUploadsOn gives the env's gateway the upload service on blobs.
+func withUploadsOn(t testing.TB, lu *lazyUploads, blobs uploads.Blobs, maxSize int64) func(*envOptions) {
 	return func(o *envOptions) {
 		o.gateway.Uploads = lu
 		prev := o.wrapStore
 		o.wrapStore = func(e *env, s task.Store) task.Store {
-			svc, err := uploads.New(uploads.Config{MaxSize: 8 << 20}, e.store, dir)
+			svc, err := uploads.New(uploads.Config{MaxSize: maxSize}, e.store, blobs)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tether-dev/tether/internal/protocol"
 	"github.com/tether-dev/tether/internal/task"
+	"github.com/tether-dev/tether/internal/tracing"
 )
 
 // maxOutFrame caps one coalesced server frame; a burst larger than this is
@@ -92,8 +93,11 @@ type wsSession struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu      sync.Mutex
-	follows map[string]*follower
+	mu sync.Mutex
+	// follows are the tab's followers, one a task, at most
+	// MaxSubscriptions: a slice, scanned by task, costs a tab following one
+	// task a pointer, where a map costs a few hundred bytes.
+	follows []*follower
 	// queue holds the frames of requests waiting for the worker (which
 	// decodes them), in order; working says the worker runs. pending counts
 	// requests waiting or running (cancels run beside the queue),
@@ -345,7 +349,9 @@ func (ss *wsSession) submitTask(req protocol.Request) error {
 
 // subscribeTask follows an existing task: subscribe, then read the
 // snapshot, then catch up from the log.
-func (ss *wsSession) subscribeTask(req protocol.Request) error {
+func (ss *wsSession) subscribeTask(req protocol.Request) (err error) {
+	span := ss.s.startResume(ss.ctx, ss.id.user, req.TaskID, "ws")
+	defer func() { tracing.End(span, err) }()
 	f, err := ss.attach(req.TaskID)
 	if err != nil {
 		return err
@@ -357,6 +363,7 @@ func (ss *wsSession) subscribeTask(req protocol.Request) error {
 		f.stop()
 		return err
 	}
+	resumed(span, t)
 	f.start(t, protocol.Snapshot(req.Req, t), existingTask)
 	ss.keep(req.TaskID, f)
 	return nil
@@ -380,17 +387,37 @@ func (ss *wsSession) attach(taskID string) (*follower, error) {
 // keep records f as the tab's follower of taskID.
 func (ss *wsSession) keep(taskID string, f *follower) {
 	ss.mu.Lock()
-	if ss.follows == nil {
-		ss.follows = map[string]*follower{}
+	if i := ss.followIndex(taskID); i >= 0 {
+		ss.follows[i] = f
+	} else {
+		ss.follows = append(ss.follows, f)
 	}
-	ss.follows[taskID] = f
 	ss.mu.Unlock()
+}
+
+// followIndex is where the tab's follower of taskID is in follows, -1 for
+// none; ss.mu is held.
+func (ss *wsSession) followIndex(taskID string) int {
+	for i, f := range ss.follows {
+		if f.taskID == taskID {
+			return i
+		}
+	}
+	return -1
 }
 
 func (ss *wsSession) unfollow(taskID string) {
 	ss.mu.Lock()
-	f := ss.follows[taskID]
-	delete(ss.follows, taskID)
+	var f *follower
+	if i := ss.followIndex(taskID); i >= 0 {
+		f = ss.follows[i]
+		last := len(ss.follows) - 1
+		ss.follows[i], ss.follows[last] = ss.follows[last], nil
+		ss.follows = ss.follows[:last]
+		if last == 0 {
+			ss.follows = nil
+		}
+	}
 	ss.mu.Unlock()
 	if f != nil {
 		f.stop()

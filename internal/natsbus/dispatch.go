@@ -35,7 +35,8 @@ func (b *Bus) Dispatch(ctx context.Context, taskID string, attempt int) (err err
 		return fmt.Errorf("dispatch %s: %w", taskID, err)
 	}
 	id := taskID + "-" + strconv.Itoa(attempt)
-	if _, err := b.js.Publish(ctx, DispatchSubject, data, jetstream.WithMsgID(id)); err != nil {
+	msg := &nats.Msg{Subject: DispatchSubject, Data: data, Header: injectTrace(ctx, nil)}
+	if _, err := b.js.PublishMsg(ctx, msg, jetstream.WithMsgID(id)); err != nil {
 		return fmt.Errorf("dispatch %s attempt %d: %w", taskID, attempt, err)
 	}
 	return nil
@@ -46,8 +47,9 @@ func (b *Bus) Dispatch(ctx context.Context, taskID string, attempt int) (err err
 // an ack, for what the task does not need (it is safe in Postgres, and
 // maintenance dispatches a pending task again if this message is lost). It
 // is a core publish that the dispatch stream stores, with the same message
-// id as Dispatch's, so a repeat is still dropped.
-func (b *Bus) DispatchAsync(taskID string, attempt int) (err error) {
+// id as Dispatch's, so a repeat is still dropped. ctx carries only the trace
+// context (the span of the submit) to the runner.
+func (b *Bus) DispatchAsync(ctx context.Context, taskID string, attempt int) (err error) {
 	defer classify(&err)
 	if err := checkToken(taskID); err != nil {
 		return fmt.Errorf("dispatch: %w", err)
@@ -57,7 +59,7 @@ func (b *Bus) DispatchAsync(taskID string, attempt int) (err error) {
 		return fmt.Errorf("dispatch %s: %w", taskID, err)
 	}
 	msg := &nats.Msg{Subject: DispatchSubject, Data: data,
-		Header: nats.Header{jetstream.MsgIDHeader: {taskID + "-" + strconv.Itoa(attempt)}}}
+		Header: injectTrace(ctx, nats.Header{jetstream.MsgIDHeader: {taskID + "-" + strconv.Itoa(attempt)}})}
 	if err := b.nc.PublishMsg(msg); err != nil {
 		return fmt.Errorf("dispatch %s attempt %d: %w", taskID, attempt, err)
 	}
@@ -66,7 +68,8 @@ func (b *Bus) DispatchAsync(taskID string, attempt int) (err error) {
 
 // Handler takes one dispatched task. It claims the task and returns; run,
 // when not nil, is the work itself, which Consume runs afterwards in the
-// same goroutine while the handler's capacity slot stays taken.
+// same goroutine while the handler's capacity slot stays taken. Its context
+// carries the dispatch's trace context, if it had one (the submit's span).
 //
 // The dispatch message is acked when the handler returns a nil error: the
 // task is claimed, or it is nobody's to run any more (already running,
@@ -179,7 +182,7 @@ func (b *Bus) handleDispatch(ctx context.Context, msg jetstream.Msg, handle Hand
 	if meta, err := msg.Metadata(); err == nil {
 		d.Deliveries = meta.NumDelivered
 	}
-	run, err := handle(ctx, d)
+	run, err := handle(extractTrace(ctx, msg.Headers()), d)
 	if err != nil {
 		b.log.Warn("dispatch not taken; redelivering", "task", d.TaskID, "attempt", d.Attempt, "err", err)
 		if err := msg.NakWithDelay(nakDelay); err != nil {

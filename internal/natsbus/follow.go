@@ -39,13 +39,14 @@ func (b *Bus) SubscribeTask(taskID string, fn func(task.Msg), lost func()) (unsu
 		return nil, fmt.Errorf("subscribe task: %w", err)
 	}
 	return b.subscribe(TaskSubject(taskID), func(m *nats.Msg) {
-		e, err := protocol.PeekEvent(m.Data)
+		// A pack is handed on as its events, one call each, in order.
+		err := protocol.PeekMessage(m.Data, func(e task.Event, piece []byte) {
+			e.TaskID = taskID
+			fn(task.Msg{Event: e, Data: piece})
+		})
 		if err != nil {
 			b.log.Warn("dropped a malformed task event", "subject", m.Subject, "err", err)
-			return
 		}
-		e.TaskID = taskID
-		fn(task.Msg{Event: e, Data: m.Data})
 	}, lost, false)
 }
 
@@ -163,15 +164,22 @@ type errNoConsumer struct{ err error }
 func (e errNoConsumer) Error() string { return "no consumer to read the log: " + e.err.Error() }
 func (e errNoConsumer) Unwrap() error { return e.err }
 
-// add keeps the event in data, stored at stream sequence pos, if it sorts
-// after r.after.
+// add keeps the events of the log message in data, stored at stream
+// sequence pos, that sort after r.after: of a pack that holds r.after, only
+// the deltas after it. Every event of a pack has the pack's position.
 func (r *logRead) add(data []byte, pos uint64) error {
-	e, err := protocol.DecodeEvent(data)
+	err := protocol.Pieces(data, func(piece []byte) error {
+		e, err := protocol.DecodeEvent(piece)
+		if err != nil {
+			return err
+		}
+		if r.after.Before(task.Position{Attempt: e.Attempt, Seq: e.Seq}) {
+			r.out = append(r.out, task.Msg{Event: e, Data: piece, StreamPos: pos})
+		}
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("read log of task %s at %d: %w", r.taskID, pos, err)
-	}
-	if r.after.Before(task.Position{Attempt: e.Attempt, Seq: e.Seq}) {
-		r.out = append(r.out, task.Msg{Event: e, Data: data, StreamPos: pos})
 	}
 	r.next = pos + 1
 	return nil
@@ -279,9 +287,15 @@ func (b *Bus) LastEvent(ctx context.Context, taskID string) (task.Msg, bool, err
 	if err != nil {
 		return task.Msg{}, false, fmt.Errorf("last event of task %s: %w", taskID, err)
 	}
-	e, err := protocol.DecodeEvent(raw.Data)
+	// Of a pack, its last delta.
+	var last task.Msg
+	err = protocol.Pieces(raw.Data, func(piece []byte) error {
+		e, err := protocol.DecodeEvent(piece)
+		last = task.Msg{Event: e, Data: piece, StreamPos: raw.Sequence}
+		return err
+	})
 	if err != nil {
 		return task.Msg{}, false, fmt.Errorf("last event of task %s: %w", taskID, err)
 	}
-	return task.Msg{Event: e, Data: raw.Data, StreamPos: raw.Sequence}, true, nil
+	return last, true, nil
 }

@@ -2,6 +2,7 @@ package natsbus_test
 
 import (
 	"bytes"
+	"context"
 	"testing"
 	"time"
 
@@ -15,12 +16,12 @@ func TestCancels(t *testing.T) {
 	gw, url := setup(t)
 	runner := connect(t, url)
 	got := make(chan string, 4)
-	unsub, err := runner.SubscribeCancels(func(id string) { got <- id })
+	unsub, err := runner.SubscribeCancels(func(_ context.Context, id string) { got <- id })
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{taskA, taskB} {
-		if err := gw.RequestCancel(id); err != nil {
+		if err := gw.RequestCancel(context.Background(), id); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -30,7 +31,7 @@ func TestCancels(t *testing.T) {
 	if err := unsub(); err != nil {
 		t.Fatal(err)
 	}
-	if err := gw.RequestCancel("bad.id"); err == nil {
+	if err := gw.RequestCancel(context.Background(), "bad.id"); err == nil {
 		t.Fatal("cancel of a dotted id accepted")
 	}
 }

@@ -45,19 +45,21 @@ func (b *Bus) NewPublisher() *Publisher {
 	return &Publisher{js: b.js, stallWait: b.cfg.PublishAckTimeout}
 }
 
-// Publish sends e to its task's subject. The message id task-attempt-seq makes a
-// retried publish of the same event a no-op in the log. It blocks only when
-// the connection already has maxPendingAcks acks outstanding. An error here
+// Publish sends events to their task's subject as one log message: a
+// single event, or a pack of consecutive deltas of one task and attempt
+// (protocol.EncodePack). The message id (messageID) makes a retried publish
+// of the same message a no-op in the log. It blocks only when the
+// connection already has maxPendingAcks acks outstanding. An error here
 // means the message did not leave; an error of the server's ack is reported
 // by the next Flush.
-func (p *Publisher) Publish(e task.Event) error {
-	if err := checkToken(e.TaskID); err != nil {
+func (p *Publisher) Publish(events ...task.Event) error {
+	msg, id, err := logMessage(events)
+	if err != nil {
 		return fmt.Errorf("publish event: %w", err)
 	}
-	msg := &nats.Msg{Subject: TaskSubject(e.TaskID), Data: protocol.EncodeEvent(e)}
-	fut, err := p.js.PublishMsgAsync(msg, jetstream.WithMsgID(eventMsgID(e)), jetstream.WithStallWait(p.stallWait))
+	fut, err := p.js.PublishMsgAsync(msg, jetstream.WithMsgID(id), jetstream.WithStallWait(p.stallWait))
 	if err != nil {
-		return fmt.Errorf("publish event %s/%d: %w", e.TaskID, e.Seq, err)
+		return fmt.Errorf("publish event %s: %w", id, err)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -66,6 +68,18 @@ func (p *Publisher) Publish(e task.Event) error {
 		p.pruneLocked()
 	}
 	return nil
+}
+
+// logMessage is the log message of events (one event, or a pack) and its
+// message id.
+func logMessage(events []task.Event) (*nats.Msg, string, error) {
+	if len(events) == 0 {
+		return nil, "", errors.New("no events")
+	}
+	if err := checkToken(events[0].TaskID); err != nil {
+		return nil, "", err
+	}
+	return &nats.Msg{Subject: TaskSubject(events[0].TaskID), Data: protocol.EncodePack(events)}, messageID(events), nil
 }
 
 // pruneLocked examines the resolved acks at the front of pending.
@@ -166,20 +180,22 @@ wait:
 	return p.lastPos, nil
 }
 
-// Echo sends e again without asking for an acknowledgement: a copy for
-// live listeners that missed it (a gateway whose connection had just moved
-// to another node), at no cost to the acks Publish waits for. The stream
-// stores it if it has a leader and has not stored e yet; the message id
-// drops it as a repeat otherwise. Nothing tells whether it was stored:
-// the event stays the caller's to publish until an ack says so.
-func (p *Publisher) Echo(e task.Event) error {
-	if err := checkToken(e.TaskID); err != nil {
+// Echo sends a log message again (the events of one earlier Publish, the
+// same way) without asking for an acknowledgement: a copy for live
+// listeners that missed it (a gateway whose connection had just moved to
+// another node), at no cost to the acks Publish waits for. The stream
+// stores it if it has a leader and has not stored the message yet; the
+// message id drops it as a repeat otherwise. Nothing tells whether it was
+// stored: the events stay the caller's to publish until an ack says so.
+func (p *Publisher) Echo(events ...task.Event) error {
+	msg, id, err := logMessage(events)
+	if err != nil {
 		return fmt.Errorf("echo event: %w", err)
 	}
-	msg := &nats.Msg{Subject: TaskSubject(e.TaskID), Data: protocol.EncodeEvent(e), Header: nats.Header{}}
-	msg.Header.Set(jetstream.MsgIDHeader, eventMsgID(e))
+	msg.Header = nats.Header{}
+	msg.Header.Set(jetstream.MsgIDHeader, id)
 	if err := p.js.Conn().PublishMsg(msg); err != nil {
-		return fmt.Errorf("echo event %s/%d: %w", e.TaskID, e.Seq, err)
+		return fmt.Errorf("echo event %s: %w", id, err)
 	}
 	return nil
 }
@@ -207,4 +223,18 @@ func (b *Bus) PublishEventSync(ctx context.Context, e task.Event) (streamSeq uin
 // stale event could push out the current one.
 func eventMsgID(e task.Event) string {
 	return e.TaskID + "-" + strconv.Itoa(e.Attempt) + "-" + strconv.FormatInt(e.Seq, 10)
+}
+
+// messageID names a log message for de-duplication: eventMsgID of a single
+// event (what runners before packs used), task-attempt-first-last of a
+// pack. A runner that publishes a message again (after a lost ack or a
+// NATS outage) publishes exactly the same range (internal/runner keeps
+// each message's bounds in its outbox), so the id drops the repeat. Two
+// different ranges never share an id, so a message is never dropped for a
+// repeat of another that holds less.
+func messageID(events []task.Event) string {
+	if len(events) == 1 {
+		return eventMsgID(events[0])
+	}
+	return eventMsgID(events[0]) + "-" + strconv.FormatInt(events[len(events)-1].Seq, 10)
 }

@@ -10,8 +10,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/tether-dev/tether/internal/engine"
 	"github.com/tether-dev/tether/internal/task"
+	"github.com/tether-dev/tether/internal/tracing"
 )
 
 // Why an attempt's engine was stopped (the cause of its context).
@@ -64,6 +68,9 @@ type attempt struct {
 	full chan struct{}
 
 	claimed task.Task
+	// span is the claim's span context, the parent of the attempt's spans
+	// (engine, snapshots, finish); invalid when tracing is off.
+	span trace.SpanContext
 
 	// pubMu serialises handing events to the publisher with cutting the
 	// batch: events are published in seq order, and a cut's publisher holds
@@ -90,25 +97,35 @@ type attempt struct {
 	// events only queue in unacked; the snapshotter publishes them all
 	// again, in order, until NATS acknowledges them.
 	broken     bool
-	closed     bool         // no more engine writes
-	seq        int64        // last seq assigned
-	storedSeq  int64        // seq of the snapshot in Postgres
-	progress   int          // current progress (of the attempt)
-	unsaved    []byte       // delta text after storedSeq
-	unacked    []task.Event // events not yet acknowledged by the log, in seq order
-	unackedLen int          // their approximate size in bytes
-	wrote      bool         // the engine wrote at least one delta
-	cutN       int          // events since the last cut
-	cutBytes   int          // delta bytes since the last cut
-	cutPos     uint64       // stream position of the last acknowledged event
-	leaseUntil time.Time    // by the runner's clock
-	paused     bool         // past the quiet point without a heartbeat: sending nothing
-	snapshots  int          // SaveSnapshot calls, for the log
-	outages    int          // times the events were published again
+	closed     bool       // no more engine writes
+	seq        int64      // last seq assigned
+	storedSeq  int64      // seq of the snapshot in Postgres
+	progress   int        // current progress (of the attempt)
+	unsaved    []byte     // delta text after storedSeq
+	unacked    []outEvent // events not yet acknowledged by the log, in seq order
+	unackedLen int        // their approximate size in bytes
+	// open is how many events at the end of unacked are in no log message
+	// yet: a pack being gathered, or events queued while broken; openBytes
+	// is their delta text's size (pack.go).
+	open, openBytes int
+	wrote           bool      // the engine wrote at least one delta
+	cutN            int       // events since the last cut
+	cutBytes        int       // delta bytes since the last cut
+	cutPos          uint64    // stream position of the last acknowledged event
+	leaseUntil      time.Time // by the runner's clock
+	paused          bool      // past the quiet point without a heartbeat: sending nothing
+	snapshots       int       // SaveSnapshot calls, for the log
+	outages         int       // times the events were published again
 
 	// snapshotFailures counts SaveSnapshot failures in a row; only the
 	// snapshotter goroutine uses it.
 	snapshotFailures int
+
+	// lastSend is when a log message last went to the publisher, and
+	// packTimer sends a gathered pack that nothing else sends; both are
+	// guarded by pubMu.
+	lastSend  time.Time
+	packTimer *time.Timer
 
 	// quietAt is leaseUntil less the lease margin, in Unix nanoseconds:
 	// from then on the runner sends nothing (Runner.MaySend).
@@ -150,11 +167,13 @@ func (a *attempt) run() {
 	a.log.Info("attempt started", "seq", a.claimed.Seq, "keep", a.claimed.Keep)
 	// Claim wrote running to Postgres; now the log and the user's tabs. The
 	// running event carries keep: a tab truncates to it and appends.
+	defer a.stopPackTimer()
 	a.pubMu.Lock()
 	a.mu.Lock()
-	pub, ok := a.queueLocked(task.StatusEvent(a.claimed))
+	a.queueLocked(task.StatusEvent(a.claimed))
+	pub, msgs := a.takeLocked(task.StatusEvent(a.claimed))
 	a.mu.Unlock()
-	a.publish(pub, ok, task.StatusEvent(a.claimed))
+	a.send(pub, msgs)
 	a.pubMu.Unlock()
 	a.publishUserTask(a.claimed)
 
@@ -183,7 +202,7 @@ func (a *attempt) run() {
 			a.log.Error("attachments unavailable: the attempt fails", "err", err)
 			err = &engine.Failure{Message: errAttachments}
 		case err == nil:
-			err = a.r.cfg.Engine.Run(a.ctx, in, a)
+			err = a.runEngine(in)
 		}
 		if errors.Is(err, engine.ErrCannotContinue) && a.claimed.Keep > 0 && !a.engineWrote() {
 			a.log.Warn("engine cannot continue the kept answer: starting it over as a new attempt",
@@ -205,6 +224,26 @@ func (a *attempt) run() {
 	}
 	stopHeartbeat()
 	<-heartbeatDone
+}
+
+// runEngine runs the engine on in, in a span of its own.
+func (a *attempt) runEngine(in engine.Input) error {
+	ctx, span := a.startSpan(a.ctx, tracing.SpanEngine)
+	err := a.r.cfg.Engine.Run(ctx, in, a)
+	if err != nil && errors.Is(err, context.Cause(a.ctx)) {
+		// Stopped (cancel, fencing, shutdown): not the engine's failure.
+		span.SetAttributes(tracing.KeyOutcome.String("stopped: " + err.Error()))
+		span.End()
+		return err
+	}
+	tracing.End(span, err)
+	return err
+}
+
+// startSpan starts a span of the attempt, a child of its claim's.
+func (a *attempt) startSpan(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	return a.r.tracer.Start(trace.ContextWithSpanContext(ctx, a.span), name,
+		trace.WithAttributes(tracing.Task(a.claimed.ID, a.claimed.Attempt)...), trace.WithAttributes(attrs...))
 }
 
 // Delta implements engine.Output. Text is made valid UTF-8 without NUL
@@ -247,7 +286,7 @@ const (
 
 // emit numbers e and queues it for publishing, waiting while the outbox is
 // full or the lease is past its quiet point. It is published after mu is let
-// go (under pubMu, which keeps the order).
+// go (under pubMu, which keeps the order), alone or in a pack (pack.go).
 func (a *attempt) emit(e task.Event) error {
 	for {
 		if err := a.waitToEmit(); err != nil {
@@ -268,7 +307,7 @@ func (a *attempt) emit(e task.Event) error {
 			return nil
 		}
 		e.TaskID, e.Seq, e.Attempt = a.claimed.ID, a.seq+1, a.claimed.Attempt
-		pub, ok := a.queueLocked(e)
+		a.queueLocked(e)
 		a.seq = e.Seq
 		a.cutN++
 		switch e.Type {
@@ -282,8 +321,9 @@ func (a *attempt) emit(e task.Event) error {
 		if a.fullLocked() {
 			a.wake()
 		}
+		pub, msgs := a.takeLocked(e)
 		a.mu.Unlock()
-		a.publish(pub, ok, e)
+		a.send(pub, msgs)
 		a.pubMu.Unlock()
 		return nil
 	}

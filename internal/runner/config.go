@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/tether-dev/tether/internal/engine"
 	"github.com/tether-dev/tether/internal/task"
 )
@@ -51,10 +53,21 @@ type Config struct {
 	SnapshotEvents   int
 	SnapshotBytes    int
 
+	// PackWindow: deltas that come within it of the last log message
+	// sent are packed into one log message (pack.go), so a fast stream
+	// costs the log a message per pack rather than per token, and a slow
+	// one sends each delta at once. Default DefaultPackWindow; negative:
+	// one message per event, for a log that readers from before packs
+	// still read (docs/deploy.md: upgrade every reader first).
+	PackWindow time.Duration
+
 	// Now is the runner's clock for its own lease bookkeeping. Default time.Now.
 	Now func() time.Time
 	// Logger; default slog.Default().
 	Logger *slog.Logger
+	// Tracing is the process's tracer provider (internal/tracing); nil:
+	// no spans.
+	Tracing trace.TracerProvider
 }
 
 // Defaults of Config; internal/config declares its settings with them.
@@ -62,6 +75,7 @@ const (
 	DefaultConcurrency  = 8
 	DefaultDrainTimeout = 20 * time.Second
 	DefaultClaimTimeout = 10 * time.Second
+	DefaultPackWindow   = 2 * time.Millisecond
 )
 
 // DefaultID is Config.ID's default: hostname-pid.
@@ -87,6 +101,7 @@ func (c Config) withDefaults() (Config, error) {
 	c.SnapshotInterval = cmp.Or(c.SnapshotInterval, 100*time.Millisecond)
 	c.SnapshotEvents = cmp.Or(c.SnapshotEvents, 256)
 	c.SnapshotBytes = cmp.Or(c.SnapshotBytes, 64<<10)
+	c.PackWindow = cmp.Or(c.PackWindow, DefaultPackWindow)
 	if c.Now == nil {
 		c.Now = time.Now
 	}

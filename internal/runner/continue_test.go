@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/tether-dev/tether/internal/engine"
 	"github.com/tether-dev/tether/internal/engine/enginetest"
 	"github.com/tether-dev/tether/internal/eventually"
@@ -32,6 +34,7 @@ func (e *env) loseRunner(tk task.Task, cfg runner.Config, deltas int) task.Task 
 	stop := e.startRunner(cfg, nil)
 	eventually.True(e.t, "the first deltas", func() bool { return len(e.log(tk.ID)) > deltas })
 	stop()
+	e.logBarrier()
 	e.clock.Advance(time.Hour)
 	(&maintenance.Loop{Store: e.store, Bus: e.bus}).Tick(context.Background())
 	handed, err := e.store.Load(context.Background(), tk.ID)
@@ -42,6 +45,28 @@ func (e *env) loseRunner(tk task.Task, cfg runner.Config, deltas int) task.Task 
 		e.t.Fatalf("after the lost runner: %s attempt %d", handed.Status, handed.Attempt)
 	}
 	return handed
+}
+
+// logBarrier returns once every event the test's runners published on
+// e.bus is stored in the log. The last publishes of a runner that was just
+// stopped may still be on their way (sent, asynchronously, while it held
+// its lease); a hand-over that reads the log before they land numbers the
+// next attempt after a shorter log, and the lost attempt's last event then
+// shares a seq with the next one's first. Readers drop it as stale, but the
+// log is then not the contiguous one checkLog asserts ("event 53 has seq
+// 52"). In a real system the hand-over comes a lease after the last
+// heartbeat, long after such a publish landed; the test's clock jumps the
+// lease at once, so it waits for them: JetStream stores one connection's
+// publishes to a stream in the order they came, so once a publish sent
+// after them is acknowledged, they are stored.
+func (e *env) logBarrier() {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), eventually.Deadline)
+	defer cancel()
+	barrier := task.Event{Type: task.EventStatus, TaskID: uuid.NewString(), Seq: 1, Attempt: 1, Status: task.StatusPending}
+	if _, err := e.bus.PublishEventSync(ctx, barrier); err != nil {
+		e.t.Fatalf("log barrier: %v", err)
+	}
 }
 
 // A runner lost mid-answer is replaced by an attempt that keeps what the

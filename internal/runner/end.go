@@ -7,6 +7,7 @@ import (
 
 	"github.com/tether-dev/tether/internal/engine"
 	"github.com/tether-dev/tether/internal/task"
+	"github.com/tether-dev/tether/internal/tracing"
 )
 
 // engineErrorMessage is the task error for an engine that failed without a
@@ -75,7 +76,9 @@ func (a *attempt) end(runErr error) {
 func (a *attempt) finish(f task.Finish) (task.Task, bool) {
 	wait := 100 * time.Millisecond
 	for {
-		t, err := a.r.store.Finish(a.io, f)
+		ctx, span := a.startSpan(a.io, tracing.SpanFinish, tracing.KeySeq.Int64(f.Seq))
+		t, err := a.r.store.Finish(ctx, f)
+		tracing.End(span, err)
 		switch {
 		case err == nil:
 			return t, true

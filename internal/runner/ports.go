@@ -40,8 +40,8 @@ type Bus interface {
 	// PublishUserTask sends the user's "task" event (PROTOCOL.md section 4).
 	PublishUserTask(userID string, t task.Task) error
 	// SubscribeCancels calls fn with the task id of every cancel request,
-	// until unsubscribe is called.
-	SubscribeCancels(fn func(taskID string)) (unsubscribe func() error, err error)
+	// until unsubscribe is called; ctx carries the request's trace context.
+	SubscribeCancels(fn func(ctx context.Context, taskID string)) (unsubscribe func() error, err error)
 	// OnReconnect registers fn to run whenever the connection to NATS
 	// comes back after it was lost.
 	OnReconnect(fn func())
@@ -49,8 +49,11 @@ type Bus interface {
 
 // Publisher publishes the events of one attempt to the task's log, in order.
 type Publisher interface {
-	// Publish sends e without waiting for its acknowledgement.
-	Publish(e task.Event) error
+	// Publish sends events as one log message without waiting for its
+	// acknowledgement: one event, or a pack of consecutive deltas
+	// (protocol.EncodePack). Its message id names the range, so the same
+	// events published again the same way are a repeat to the log.
+	Publish(events ...task.Event) error
 	// FlushProgress waits until every event published so far is
 	// acknowledged and returns the stream position of the last one. It
 	// fails when no acknowledgement came for stall while some were awaited
@@ -59,5 +62,5 @@ type Publisher interface {
 	// Echo sends e again without waiting for, or counting on, an
 	// acknowledgement: a copy for live listeners that missed it, which the
 	// log stores unless it has it already.
-	Echo(e task.Event) error
+	Echo(events ...task.Event) error
 }

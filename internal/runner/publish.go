@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/internal/task"
+	"github.com/tether-dev/tether/internal/tracing"
 )
 
 // The attempt's publishing path. Events are published asynchronously and
@@ -16,35 +17,10 @@ import (
 // or NATS refuses a publish, the attempt turns broken: the engine's new
 // events only queue, and republish sends everything unacknowledged again,
 // in order, with backoff, until NATS takes it. JetStream's de-duplication
-// (message id task-attempt-seq) drops what had been stored already. So a
+// (the message id names the task, the attempt and the message's range of
+// seqs, which stays the same: pack.go) drops what had been stored already. So a
 // NATS outage of any length is a pause for the attempt, which only gives up
 // when it loses its lease.
-
-// queueLocked adds e to the outbox and returns the publisher it goes to,
-// with ok false when the attempt is broken (republish will send it). a.mu
-// and a.pubMu are held; the caller publishes it (publish) after letting go
-// of a.mu, before letting go of a.pubMu.
-func (a *attempt) queueLocked(e task.Event) (Publisher, bool) {
-	a.unacked = append(a.unacked, e)
-	a.unackedLen += len(e.Text) + eventOverhead
-	return a.pub, !a.broken
-}
-
-// publish hands e to pub (when ok), outside a.mu; a.pubMu is held. A
-// refused publish turns the attempt broken: the snapshotter publishes the
-// outbox again.
-func (a *attempt) publish(pub Publisher, ok bool, e task.Event) {
-	if !ok {
-		return
-	}
-	if err := pub.Publish(e); err != nil {
-		a.log.Warn("publish failed: keeping events until NATS is back", "seq", e.Seq, "err", err)
-		a.mu.Lock()
-		a.broken = true
-		a.mu.Unlock()
-		a.wake()
-	}
-}
 
 // ackedLocked drops the events up to seq from the outbox; pos is the stream
 // position of the one at seq (0: unknown, keep the last known). a.mu is held.
@@ -55,6 +31,7 @@ func (a *attempt) ackedLocked(seq int64, pos uint64) {
 		i++
 	}
 	a.unacked = append(a.unacked[:0], a.unacked[i:]...)
+	a.open = min(a.open, len(a.unacked))
 	if pos != 0 {
 		a.cutPos = pos
 	}
@@ -115,7 +92,9 @@ func (a *attempt) snapshot(onlyFull bool) {
 	sn.StreamPos = pos
 	// A store that does not answer must not hold the attempt past its lease.
 	ctx, cancel := context.WithTimeout(a.io, a.r.cfg.Lease/2)
+	ctx, span := a.startSpan(ctx, tracing.SpanSnapshot, tracing.KeySeq.Int64(sn.Seq))
 	err = a.r.store.SaveSnapshot(ctx, sn)
+	tracing.End(span, err)
 	cancel()
 	switch {
 	case errors.Is(err, task.ErrFenced):
@@ -149,6 +128,7 @@ func (a *attempt) snapshot(onlyFull bool) {
 func (a *attempt) cut() (Publisher, task.Snapshot, bool) {
 	a.pubMu.Lock()
 	defer a.pubMu.Unlock()
+	a.sendOpen() // the cut ends at the end of a log message
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed || a.ctx.Err() != nil || a.broken || a.seq == a.storedSeq {
@@ -161,6 +141,7 @@ func (a *attempt) cut() (Publisher, task.Snapshot, bool) {
 // the stream position of the last one. The attempt has stopped writing.
 func (a *attempt) settle() (uint64, error) {
 	a.pubMu.Lock()
+	a.sendOpen()
 	a.mu.Lock()
 	pub := a.cutLocked()
 	broken, upTo := a.broken, a.seq
@@ -206,8 +187,9 @@ func (a *attempt) republish() (uint64, error) {
 			continue
 		}
 		a.broken = true
-		events := slices.Clone(a.unacked)
-		if len(events) == 0 {
+		a.closeOpenLocked() // events queued meanwhile: their messages, from now on
+		msgs := messagesOf(a.unacked)
+		if len(msgs) == 0 {
 			a.broken = false
 			a.pub = a.r.bus.NewPublisher()
 			a.cutN, a.cutBytes = 0, 0
@@ -225,8 +207,8 @@ func (a *attempt) republish() (uint64, error) {
 		back := a.r.natsBack()
 		pub := a.r.bus.NewPublisher()
 		var err error
-		for _, e := range events {
-			if err = pub.Publish(e); err != nil {
+		for _, msg := range msgs {
+			if err = pub.Publish(msg...); err != nil {
 				break
 			}
 		}
@@ -234,17 +216,19 @@ func (a *attempt) republish() (uint64, error) {
 		if err == nil {
 			pos, err = pub.FlushProgress(a.io, ackStall)
 		}
+		lastMsg := msgs[len(msgs)-1]
+		throughSeq := lastMsg[len(lastMsg)-1].Seq
 		if err == nil {
 			a.mu.Lock()
-			a.ackedLocked(events[len(events)-1].Seq, pos)
+			a.ackedLocked(throughSeq, pos)
 			a.outages++
 			a.mu.Unlock()
-			a.log.Info("events published again after NATS came back", "events", len(events),
-				"through_seq", events[len(events)-1].Seq)
+			a.log.Info("events published again after NATS came back", "events", eventsIn(msgs),
+				"messages", len(msgs), "through_seq", throughSeq)
 			wait = 100 * time.Millisecond
 			continue // publishes what the engine queued meanwhile, or ends
 		}
-		a.log.Warn("NATS unavailable: keeping events to publish again", "unacked", len(events), "err", err)
+		a.log.Warn("NATS unavailable: keeping events to publish again", "unacked", eventsIn(msgs), "err", err)
 		var ok bool
 		if wait, ok = retryWait(a.io, wait, back); !ok {
 			return 0, notSettled(a.io.Err())
@@ -287,37 +271,39 @@ func (a *attempt) flushCut(pub Publisher, upTo int64) (uint64, error) {
 	wait := 100 * time.Millisecond
 	for try := 1; err != nil; try++ {
 		a.mu.Lock()
+		// The cut ends at the end of a message (cut and settle send the
+		// open pack first); the later messages whole, the open pack not.
 		events := a.unacked
-		cut, _ := slices.BinarySearchFunc(events, upTo+1, func(e task.Event, seq int64) int {
+		cut, _ := slices.BinarySearchFunc(events, upTo+1, func(e outEvent, seq int64) int {
 			return cmp.Compare(e.Seq, seq)
 		})
-		events, later := slices.Clone(events[:cut]), slices.Clone(events[cut:min(len(events), cut+maxEcho)])
+		msgs, later := messagesOf(events[:cut]), messagesOf(events[cut:min(len(events), cut+maxEcho)])
 		ok := !a.broken && a.leaseHeldLocked()
 		a.mu.Unlock()
-		if !ok || a.io.Err() != nil || len(events) == 0 {
+		if !ok || a.io.Err() != nil || len(msgs) == 0 {
 			return 0, err
 		}
 		if try == 1 {
 			a.log.Warn("events not acknowledged: publishing them again while the answer goes on",
-				"events", len(events), "through_seq", upTo, "err", err)
+				"events", eventsIn(msgs), "through_seq", upTo, "err", err)
 		}
 		if wait, ok = retryWait(a.io, wait, back); !ok {
 			return 0, err
 		}
 		back = a.r.natsBack()
 		pub = a.r.bus.NewPublisher()
-		for _, e := range events {
-			if err := pub.Publish(e); err != nil {
+		for _, msg := range msgs {
+			if err := pub.Publish(msg...); err != nil {
 				return 0, err
 			}
 		}
-		for _, e := range later {
-			if err := pub.Echo(e); err != nil {
+		for _, msg := range later {
+			if err := pub.Echo(msg...); err != nil {
 				break // only a copy: the events' own cut publishes them
 			}
 		}
 		if pos, err = pub.FlushProgress(a.io, ackStall); err == nil {
-			a.log.Info("events acknowledged after publishing them again", "events", len(events),
+			a.log.Info("events acknowledged after publishing them again", "events", eventsIn(msgs),
 				"through_seq", upTo, "tries", try)
 		}
 	}

@@ -32,7 +32,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/tether-dev/tether/internal/task"
+	"github.com/tether-dev/tether/internal/tracing"
 )
 
 // Runner runs dispatched tasks. Create it with New; Run it once.
@@ -41,6 +44,7 @@ type Runner struct {
 	store   Store
 	bus     Bus
 	log     *slog.Logger
+	tracer  trace.Tracer
 	metrics *metrics
 
 	mu       sync.Mutex
@@ -68,6 +72,7 @@ func New(cfg Config, store Store, bus Bus) (*Runner, error) {
 		store:    store,
 		bus:      bus,
 		log:      cfg.Logger.With("runner", cfg.ID),
+		tracer:   tracing.Tracer(cfg.Tracing),
 		metrics:  newMetrics(),
 		inflight: make(map[string]*attempt),
 		back:     make(chan struct{}),
@@ -172,9 +177,12 @@ func (r *Runner) Run(ctx context.Context) error {
 	}()
 
 	r.log.Info("runner started", "concurrency", r.cfg.Concurrency, "lease", r.cfg.Lease)
-	consumeErr := r.bus.Consume(ctx, r.cfg.Concurrency, func(_ context.Context, d Dispatch) (func(), error) {
+	consumeErr := r.bus.Consume(ctx, r.cfg.Concurrency, func(dctx context.Context, d Dispatch) (func(), error) {
 		attempts.Add(1)
-		a, err := r.claim(work, d)
+		// The attempt runs under work; of the dispatch's context it takes
+		// only the trace context (the submit's span), so its spans join the
+		// submit's trace.
+		a, err := r.claim(trace.ContextWithSpanContext(work, trace.SpanContextFromContext(dctx)), d)
 		if a == nil {
 			attempts.Done()
 			return nil, err
@@ -191,13 +199,17 @@ func (r *Runner) Run(ctx context.Context) error {
 }
 
 // routeCancel delivers a cancel request to the attempt running that task
-// in this process, if any.
-func (r *Runner) routeCancel(taskID string) {
+// in this process, if any. Its span, a child of the gateway's cancel, says
+// which attempt was told to stop.
+func (r *Runner) routeCancel(ctx context.Context, taskID string) {
 	r.mu.Lock()
 	a := r.inflight[taskID]
 	r.mu.Unlock()
 	if a != nil {
+		_, span := r.tracer.Start(ctx, tracing.SpanCancel, trace.WithSpanKind(trace.SpanKindConsumer),
+			trace.WithAttributes(tracing.Task(taskID, a.claimed.Attempt)...))
 		a.stop(errCancel)
+		span.End()
 	}
 }
 
@@ -207,8 +219,14 @@ func (r *Runner) routeCancel(taskID string) {
 // read is needed. A task that is nobody's to run any more gives (nil, nil):
 // the dispatch is spent. A store failure gives an error: the dispatch comes
 // back.
-func (r *Runner) claim(ctx context.Context, d Dispatch) (*attempt, error) {
+//
+// Its span (tracing.SpanClaim) is a child of the span in ctx, the submit's
+// when the dispatch carried it; the attempt's spans are its children.
+func (r *Runner) claim(ctx context.Context, d Dispatch) (_ *attempt, err error) {
 	log := r.log.With("task", d.TaskID)
+	traced, span := r.tracer.Start(ctx, tracing.SpanClaim, trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithAttributes(tracing.Task(d.TaskID, d.Attempt)...))
+	defer func() { tracing.End(span, err) }()
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("runner %s: shutting down", r.cfg.ID)
 	}
@@ -220,6 +238,7 @@ func (r *Runner) claim(ctx context.Context, d Dispatch) (*attempt, error) {
 	cancel()
 	switch {
 	case errors.Is(err, task.ErrNotClaimable), task.ErrorCode(err) == task.CodeNotFound:
+		span.SetAttributes(tracing.KeyOutcome.String(claimNotClaimable))
 		r.metrics.claims.WithLabelValues(claimNotClaimable).Inc()
 		log.Debug("dispatch dropped: task not claimable", "dispatch_attempt", d.Attempt, "err", err)
 		return nil, nil
@@ -227,9 +246,12 @@ func (r *Runner) claim(ctx context.Context, d Dispatch) (*attempt, error) {
 		r.metrics.claims.WithLabelValues(claimFailed).Inc()
 		return nil, fmt.Errorf("runner %s: %w", r.cfg.ID, err)
 	}
+	span.SetAttributes(tracing.KeyOutcome.String(claimClaimed), tracing.User(claimed.UserID),
+		tracing.KeyAttempt.Int(claimed.Attempt), tracing.KeySeq.Int64(claimed.Seq))
 	r.metrics.claims.WithLabelValues(claimClaimed).Inc()
 	r.metrics.running.Inc()
 	a := newAttempt(r, ctx, claimed, log)
+	a.span = trace.SpanContextFromContext(traced)
 	r.mu.Lock()
 	r.inflight[claimed.ID] = a
 	r.publishLiveLocked()

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether-dev/tether/internal/engine/enginetest"
 	"github.com/tether-dev/tether/internal/eventually"
 	"github.com/tether-dev/tether/internal/maintenance"
 	"github.com/tether-dev/tether/internal/runner"
@@ -83,7 +84,7 @@ func TestCancelWhileRunning(t *testing.T) {
 	if err != nil || !res.Requested {
 		t.Fatalf("cancel: %+v %v", res, err)
 	}
-	if err := e.bus.RequestCancel(tk.ID); err != nil {
+	if err := e.bus.RequestCancel(context.Background(), tk.ID); err != nil {
 		t.Fatal(err)
 	}
 	cancelled := e.waitStatus(tk.ID, task.StatusCancelled)
@@ -299,4 +300,80 @@ func TestDrainLetsShortAttemptsFinish(t *testing.T) {
 	<-stopped
 	done := e.waitStatus(tk.ID, task.StatusDone)
 	e.checkLog(e.log(tk.ID), done)
+}
+
+// A fast answer's deltas share log messages (packs) while every reader
+// still gets one event per seq, contiguous, folding to the stored answer.
+// The pack window is longer than the test, so what shares a message does
+// not depend on the machine's speed: a pack ends at its bounds, at a
+// progress or status event, or at a cut.
+func TestFastAnswerIsPacked(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.startRunner(runner.Config{ID: "r1", PackWindow: time.Hour}, nil)
+	tk := e.submit("/stream 3000 0")
+
+	done := e.waitStatus(tk.ID, task.StatusDone)
+	events := e.log(tk.ID)
+	e.checkLog(events, done)
+	if done.Output != enginetest.StreamText(3000) || outputOf(events) != done.Output {
+		t.Fatalf("stored output %d bytes, log output %d bytes, want %d", len(done.Output),
+			len(outputOf(events)), len(enginetest.StreamText(3000)))
+	}
+	last, ok, err := e.bus.LastEvent(context.Background(), tk.ID)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	// The task is alone in this test's stream: its last message's stream
+	// position is how many messages the log holds.
+	messages := int(last.StreamPos)
+	t.Logf("%d events in %d log messages", len(events), messages)
+	if messages*4 > len(events) {
+		t.Fatalf("%d events in %d log messages: the deltas were not packed", len(events), messages)
+	}
+}
+
+// pacedEngine writes n deltas, one every gap: a model streaming at a human
+// pace.
+type pacedEngine struct {
+	n   int
+	gap time.Duration
+}
+
+func (p pacedEngine) Run(ctx context.Context, _ runnerInput, out runnerOutput) error {
+	for i := 1; i <= p.n; i++ {
+		if err := out.Delta(fmt.Sprintf("t%d ", i)); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(p.gap):
+		}
+	}
+	return nil
+}
+
+// A slow stream (30 tokens a second, far beyond the pack window) packs
+// nothing: every delta is a log message of its own, sent as it comes (the
+// first, which follows the running event at once, after at most the
+// window). Each later delta comes a whole gap after the previous one was
+// sent, so this does not depend on the machine's speed.
+func TestSlowAnswerIsNotPacked(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.startRunner(runner.Config{ID: "r1", Engine: pacedEngine{n: 10, gap: time.Second / 30}}, nil)
+	tk := e.submit("slow")
+
+	done := e.waitStatus(tk.ID, task.StatusDone)
+	events := e.log(tk.ID)
+	e.checkLog(events, done)
+	last, ok, err := e.bus.LastEvent(context.Background(), tk.ID)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	// running, 10 deltas, done: 12 events, alone in this test's stream.
+	if len(events) != 12 || last.StreamPos != 12 {
+		t.Fatalf("%d events in %d log messages, want 12 in 12", len(events), last.StreamPos)
+	}
 }

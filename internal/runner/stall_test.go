@@ -31,12 +31,12 @@ type stallPublisher struct {
 	b *stallBus
 }
 
-func (p stallPublisher) Publish(e task.Event) error {
-	if e.Type == task.EventDelta && p.b.shut.Load() {
+func (p stallPublisher) Publish(events ...task.Event) error {
+	if events[0].Type == task.EventDelta && p.b.shut.Load() {
 		p.b.entered <- struct{}{}
 		<-p.b.open
 	}
-	return p.Publisher.Publish(e)
+	return p.Publisher.Publish(events...)
 }
 
 // beatingStore counts successful heartbeats.

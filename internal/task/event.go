@@ -55,9 +55,11 @@ func StatusEvent(t Task) Event {
 
 // Msg is one event of a task's stream as the bus carries it, from the
 // runner's publish to the tabs: the event, its wire JSON (forwarded to
-// clients as it is) and, when it was read from the log, its sequence in the
-// log's stream (0 for a live message, whose position a core subscriber is
-// not told). A live Msg's Event holds what a forwarder needs (type, seq,
+// clients as it is) and, when it was read from the log, the sequence in the
+// log's stream of the message that holds it (0 for a live message, whose
+// position a core subscriber is not told). A log message may be a pack of
+// deltas (internal/protocol): the bus hands it on as one Msg per delta,
+// each with its own Data and the pack's StreamPos. A live Msg's Event holds what a forwarder needs (type, seq,
 // attempt, a status event's status and the task id); the rest is in Data.
 type Msg struct {
 	Event     Event

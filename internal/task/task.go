@@ -115,8 +115,10 @@ type Task struct {
 	// RunnerID and LeaseUntil name the runner holding the current attempt.
 	RunnerID   string    `json:"-"`
 	LeaseUntil time.Time `json:"-"`
-	// StreamPos is the JetStream stream sequence of the event at Seq, so a
-	// subscriber can read the events after the snapshot from the log.
+	// StreamPos is the JetStream stream sequence of the log message that
+	// holds the event at Seq (one event, or a pack of deltas), so a
+	// subscriber can read the events after the snapshot from the log: it
+	// reads from that message on and drops what is at or before Seq.
 	StreamPos uint64 `json:"-"`
 	// Keep is how many bytes of Output the current attempt kept from the
 	// attempt before it (a lost runner's answer is continued, not

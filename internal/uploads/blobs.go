@@ -13,11 +13,9 @@ import (
 )
 
 // Blobs keeps the bytes of uploads; everything else about an upload is in
-// Postgres (task.UploadStore). Dir, a local directory, is the default. An
-// S3-compatible object store can implement it for several gateways (see
-// docs/deploy.md, "Uploads storage"): Write becomes a multipart upload's
-// parts, Open a reader that does ranged GETs, Delete a DELETE (and an abort
-// of an unfinished multipart upload).
+// Postgres (task.UploadStore). Dir, a local directory, is the default; S3,
+// a bucket of an S3-compatible object store, serves several gateways (see
+// docs/deploy.md, "Uploads storage").
 //
 // Runners never read blobs: what an engine needs of an attachment (its
 // SHA-256 and, for a text file, its text) is kept in Postgres when the
@@ -28,7 +26,9 @@ type Blobs interface {
 	// Write stores what r yields at offset and returns how many bytes it
 	// stored, also when it fails part way. Bytes at offset and after, left
 	// by an earlier write that was never recorded, are replaced. A blob
-	// shorter than offset is an error: its bytes were lost.
+	// shorter than offset is an error: its bytes were lost. A write behind
+	// one made at a later offset comes from a request that lost the race
+	// for the offset; S3 refuses it (conflict), Dir cannot tell.
 	Write(ctx context.Context, id string, offset int64, r io.Reader) (int64, error)
 	// Open reads a blob; a missing one is fs.ErrNotExist.
 	Open(ctx context.Context, id string) (io.ReadSeekCloser, error)
@@ -62,11 +62,20 @@ func (d *Dir) Root() string { return d.root }
 // path names the file of id, which must be a canonical UUID: an id never
 // reaches the file system unchecked.
 func (d *Dir) path(id string) (string, error) {
-	u, err := uuid.Parse(id)
-	if err != nil || len(id) != 36 || u.String() != id {
-		return "", fmt.Errorf("uploads: %q is not an upload id", id)
+	if err := checkID(id); err != nil {
+		return "", err
 	}
 	return filepath.Join(d.root, id[:2], id), nil
+}
+
+// checkID accepts only a canonical UUID, so an id never reaches a file
+// name or an object key unchecked.
+func checkID(id string) error {
+	u, err := uuid.Parse(id)
+	if err != nil || len(id) != 36 || u.String() != id {
+		return fmt.Errorf("uploads: %q is not an upload id", id)
+	}
+	return nil
 }
 
 func (d *Dir) Create(_ context.Context, id string) error {

@@ -28,7 +28,7 @@ import (
 )
 
 // env is the upload service on a real Postgres schema and a temporary
-// directory, behind an HTTP server that takes the user from a test header
+// directory (or other Blobs), behind an HTTP server that takes the user from a test header
 // (the gateway's authentication is tested in the gateway's own tests).
 type env struct {
 	t     testing.TB
@@ -43,14 +43,22 @@ const userHeader = "X-Test-User"
 
 func setup(t testing.TB, cfg uploads.Config) *env {
 	t.Helper()
-	c := fakeclock.New(time.Now())
-	store := pgtest.New(t, postgres.Config{Now: c.Now})
 	dir, err := uploads.NewDir(filepath.Join(t.TempDir(), "uploads"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	e := setupOn(t, cfg, dir)
+	e.dir = dir
+	return e
+}
+
+// setupOn is setup with the bytes in blobs.
+func setupOn(t testing.TB, cfg uploads.Config, blobs uploads.Blobs) *env {
+	t.Helper()
+	c := fakeclock.New(time.Now())
+	store := pgtest.New(t, postgres.Config{Now: c.Now})
 	cfg.Now = c.Now
-	svc, err := uploads.New(cfg, store, dir)
+	svc, err := uploads.New(cfg, store, blobs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +66,7 @@ func setup(t testing.TB, cfg uploads.Config) *env {
 		svc.Serve(w, r, r.Header.Get(userHeader))
 	}))
 	t.Cleanup(srv.Close)
-	return &env{t: t, store: store, dir: dir, svc: svc, srv: srv, clock: c}
+	return &env{t: t, store: store, svc: svc, srv: srv, clock: c}
 }
 
 // reply is an HTTP answer, read whole.

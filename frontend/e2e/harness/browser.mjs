@@ -14,7 +14,8 @@ export async function launchBrowser() {
 
 /**
  * Records, in every page of the context and from the first moment of each
- * page load: what the page sends over its WebSocket (window.__sent), every
+ * page load: what the page sends over its WebSocket, or to the tab whose
+ * socket it shares (window.__sent), every
  * value a progress bar shows (window.__progress), every length an answer's
  * text takes (window.__texts) and every state the connection indicator
  * shows (window.__conn). Assertions about "never" need the whole history,
@@ -22,14 +23,47 @@ export async function launchBrowser() {
  */
 const probes = () => {
   window.__sent = [];
+  window.__carried = 0; // what a leader tab sent for the tabs that share its socket
+  let forwarding = false;
   const send = WebSocket.prototype.send;
   WebSocket.prototype.send = function (data) {
+    if (forwarding) {
+      window.__carried++;
+      return send.call(this, data);
+    }
     try {
       window.__sent.push(JSON.parse(data));
     } catch {
       /* not JSON: not ours */
     }
     return send.call(this, data);
+  };
+  // A tab that shares another tab's socket (one socket per browser) sends
+  // its messages to that tab instead: they count as what this page sent.
+  // The leader tab's socket carries them too, and they are not its own.
+  const post = BroadcastChannel.prototype.postMessage;
+  BroadcastChannel.prototype.postMessage = function (data) {
+    if (this.name === 'tether.v1.link' && data && data.t === 'req' && data.msg) window.__sent.push(data.msg);
+    return post.call(this, data);
+  };
+  const listen = BroadcastChannel.prototype.addEventListener;
+  const unlisten = BroadcastChannel.prototype.removeEventListener;
+  const wrappers = new WeakMap();
+  BroadcastChannel.prototype.removeEventListener = function (type, fn, opts) {
+    return unlisten.call(this, type, wrappers.get(fn) ?? fn, opts);
+  };
+  BroadcastChannel.prototype.addEventListener = function (type, fn, opts) {
+    if (this.name !== 'tether.v1.link' || type !== 'message' || typeof fn !== 'function') return listen.call(this, type, fn, opts);
+    const wrapped = function (ev) {
+      forwarding = !!(ev.data && ev.data.t === 'req');
+      try {
+        return fn.call(this, ev);
+      } finally {
+        forwarding = false;
+      }
+    };
+    wrappers.set(fn, wrapped);
+    return listen.call(this, type, wrapped, opts);
   };
   window.__progress = [];
   window.__texts = [];

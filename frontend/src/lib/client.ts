@@ -19,6 +19,7 @@ import { Subscriptions } from './subscription';
 import { browserTabChannel, type TabChannel } from './tabsync';
 import { newTaskState, TaskStates } from './tasks';
 import { Thread } from './thread';
+import { browserSharing, SharedConnection, type SocketLink } from './shared';
 import { Transport } from './transport';
 import { randomUUID } from './uuid';
 import type { TaskState } from './view';
@@ -60,7 +61,8 @@ export class TetherClient {
   readonly events = new Emitter<ClientEvents>();
   /** The way to the server: the WebSocket, or the HTTP fallback when a WebSocket cannot be had. */
   readonly connection: Transport;
-  readonly websocket: Connection;
+  /** The WebSocket side: this tab's own Connection, or the browser's one socket shared by its tabs (SharedConnection). */
+  readonly websocket: SocketLink;
   readonly http: HttpLink;
   readonly subscriptions: Subscriptions;
   readonly pointers: Pointers;
@@ -79,6 +81,7 @@ export class TetherClient {
   private readonly model: ViewModel;
   private readonly unlisten: Array<() => void> = [];
   private opens = 0;
+  private unlistenForever: (() => void) | null = null;
   private started = false;
 
   constructor(opts: ClientOptions = {}) {
@@ -89,15 +92,25 @@ export class TetherClient {
     this.uuid = opts.uuid ?? randomUUID;
     this.fetch = opts.fetch ?? browserFetch();
     const pageSize = Math.min(Math.max(opts.pageSize ?? Limits.defaultPage, 1), Limits.maxPage);
-    this.websocket = new Connection({
-      url: opts.url ?? (() => sameOriginWsUrl(Paths.ws)),
-      platform: this.platform,
-      backoff: opts.backoff,
-      pingIntervalMs: opts.pingIntervalMs,
-      pingTimeoutMs: opts.pingTimeoutMs,
-      connectTimeoutMs: opts.connectTimeoutMs ?? 10_000,
-      beforeRetry: opts.beforeRetry,
-    });
+    const connect = () =>
+      new Connection({
+        url: opts.url ?? (() => sameOriginWsUrl(Paths.ws)),
+        platform: this.platform,
+        backoff: opts.backoff,
+        pingIntervalMs: opts.pingIntervalMs,
+        pingTimeoutMs: opts.pingTimeoutMs,
+        connectTimeoutMs: opts.connectTimeoutMs ?? 10_000,
+        beforeRetry: opts.beforeRetry,
+      });
+    // One socket per browser where the tabs can elect a leader and talk to it; else one per tab.
+    const sharing = opts.sharing !== undefined ? opts.sharing : opts.platform === undefined ? browserSharing() : null;
+    if (sharing) {
+      const shared = new SharedConnection({ tab: opts.tabId ?? this.uuid(), bus: sharing.bus, elector: sharing.elector, connect, platform: this.platform });
+      if (sharing.onLeave) this.unlistenForever = sharing.onLeave(() => shared.leave());
+      this.websocket = shared;
+    } else {
+      this.websocket = connect();
+    }
     this.http = new HttpLink({ fetch: this.fetch, platform: this.platform, backoff: opts.backoff });
     this.connection = new Transport({
       connection: this.websocket,
@@ -148,6 +161,8 @@ export class TetherClient {
   stop(): void {
     for (const u of this.unlisten.splice(0)) u();
     this.connection.stop();
+    this.unlistenForever?.();
+    this.unlistenForever = null;
     this.channel?.close();
     this.model.stop();
     this.started = false;

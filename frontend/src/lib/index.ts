@@ -5,6 +5,8 @@
  */
 export { TetherClient, type ClientOptions, type ClientEvents, type ConversationView, type SearchState } from './client';
 export { Connection, type ConnectionState, type ConnectionOptions, type ReplyHandler, type SendOptions } from './connection';
+export { SharedConnection, browserSharing, type SocketLink, type LinkBus, type LinkElector, type SharedConnectionOptions } from './shared';
+export { Interest, planRequest, followerStep, strictestLiveness, isLinkMessage, type LinkMessage, type RequestPlan, type FollowerStep } from './sharing';
 export { Subscriptions, type SubscriptionState, type TaskSubscription, type SubscriptionEvents } from './subscription';
 export { Backoff, backoffDelay, backoffCeiling, defaultBackoff, type BackoffOptions } from './backoff';
 export { planReconnect, closeReason, type ReconnectPlan, type CloseInput } from './close';

@@ -1,6 +1,7 @@
 import type { BackoffOptions } from './backoff';
 import type { FetchLike } from './http';
 import type { Platform } from './platform';
+import type { LinkBus, LinkElector } from './shared';
 import type { KeyValue } from './storage';
 import type { TabChannel } from './tabsync';
 
@@ -47,4 +48,13 @@ export interface ClientOptions {
   fallbackAfter?: number;
   /** How often the HTTP fallback reads what a WebSocket would have pushed, ms; default 10 s. */
   pollMs?: number;
+  /**
+   * One socket per browser: the tabs elect a leader (elector) that holds the
+   * WebSocket and serves the others over bus. Default: BroadcastChannel and
+   * the Web Locks API where both exist and no platform is given; null, or a
+   * browser without either, gives each tab a socket of its own.
+   */
+  sharing?: { bus: LinkBus; elector: LinkElector; onLeave?: (fn: () => void) => () => void } | null;
+  /** This tab's id among the tabs sharing a socket; default a random UUID. */
+  tabId?: string;
 }

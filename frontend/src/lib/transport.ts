@@ -1,9 +1,10 @@
-import type { Connection, ConnectionEvents, ConnectionState, ReplyHandler, SendOptions } from './connection';
+import type { ConnectionEvents, ConnectionState, ReplyHandler, SendOptions } from './connection';
 import { Emitter } from './emitter';
 import { NotConnectedError, TetherError } from './errors';
 import { apiRequest, type FetchLike } from './http';
 import type { HttpLink } from './httplink';
 import type { Platform, TimerHandle } from './platform';
+import type { SocketLink } from './shared';
 import { Paths, type ClientMessage, type ServerMessage } from './protocol';
 
 /** The transports a tab can use. */
@@ -26,7 +27,8 @@ interface Outgoing {
 }
 
 export interface TransportOptions {
-  connection: Connection;
+  /** The WebSocket side: a socket of this tab's own, or the browser's one shared socket. */
+  connection: SocketLink;
   http: HttpLink;
   platform: Platform;
   fetch: FetchLike;
