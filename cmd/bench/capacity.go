@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -702,12 +701,7 @@ const capacityDocs = `- **Capacity**: N answers at once, each ` + "`/stream K 33
 // capacityPlot draws p99 (and p50) latency against answers at once for
 // both sides, log scales, with the limit as a line.
 func (r *results) capacityPlot() string {
-	const W, H, L, R, T, B = 640.0, 400.0, 70.0, 170.0, 30.0, 50.0
-	type series struct {
-		name, color, dash string
-		pts               [][2]float64
-	}
-	var ss []series
+	var ss []plotSeries
 	var ns []int
 	for _, s := range []struct {
 		name, color string
@@ -717,7 +711,7 @@ func (r *results) capacityPlot() string {
 			name, dash string
 			f          func(capRun) float64
 		}{{"p99", "", func(x capRun) float64 { return x.P99 }}, {"p50", "6 4", func(x capRun) float64 { return x.P50 }}} {
-			se := series{name: s.name + " " + q.name, color: s.color, dash: q.dash}
+			se := plotSeries{name: s.name + " " + q.name, color: s.color, dash: q.dash}
 			for _, x := range s.runs {
 				se.pts = append(se.pts, [2]float64{float64(x.N), q.f(x)})
 				if !slices.Contains(ns, x.N) {
@@ -728,57 +722,11 @@ func (r *results) capacityPlot() string {
 		}
 	}
 	slices.Sort(ns)
-	maxY := ms(capLimit)
-	minY := maxY
-	for _, s := range ss {
-		for _, p := range s.pts {
-			minY, maxY = math.Min(minY, p[1]), math.Max(maxY, p[1])
-		}
-	}
-	lo, hi := math.Floor(math.Log10(math.Max(minY, 0.01))), math.Ceil(math.Log10(math.Max(maxY, 0.1)))
-	if hi <= lo {
-		hi = lo + 1
-	}
-	xlo, xhi := math.Log10(float64(ns[0])), math.Log10(float64(ns[len(ns)-1]))
-	if xhi <= xlo {
-		xhi = xlo + 1
-	}
-	x := func(v float64) float64 { return L + (math.Log10(v)-xlo)/(xhi-xlo)*(W-L-R) }
-	y := func(v float64) float64 { return H - B - (math.Log10(math.Max(v, 0.01))-lo)/(hi-lo)*(H-T-B) }
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="12">`+"\n", W, H, W, H)
-	b.WriteString(`<rect width="100%" height="100%" fill="white"/>` + "\n")
-	fmt.Fprintf(&b, `<text x="%.0f" y="18" font-size="14">Latency of a delivery against answers at once (%.0f tokens/s, 2 tabs each)</text>`+"\n",
-		L, float64(time.Second)/float64(r.Options.capPace))
-	for e := lo; e <= hi; e++ {
-		v := math.Pow(10, e)
-		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#ddd"/><text x="%.1f" y="%.1f" text-anchor="end">%g ms</text>`+"\n",
-			L, W-R, y(v), y(v), L-6, y(v)+4, v)
-	}
-	for _, n := range ns {
-		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#ddd"/><text x="%.1f" y="%.1f" text-anchor="middle">%d</text>`+"\n",
-			x(float64(n)), x(float64(n)), T, H-B, x(float64(n)), H-B+16, n)
-	}
-	fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#888" stroke-dasharray="2 3"/><text x="%.1f" y="%.1f" fill="#666">limit %v</text>`+"\n",
-		L, W-R, y(ms(capLimit)), y(ms(capLimit)), L+4, y(ms(capLimit))-4, capLimit)
-	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">answers streaming at once</text>`+"\n", (L+W-R)/2, H-12)
-	for i, s := range ss {
-		var pts []string
-		for _, p := range s.pts {
-			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(p[0]), y(p[1])))
-		}
-		dash := ""
-		if s.dash != "" {
-			dash = ` stroke-dasharray="` + s.dash + `"`
-		}
-		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2"%s points="%s"/>`+"\n", s.color, dash, strings.Join(pts, " "))
-		for _, p := range s.pts {
-			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>`+"\n", x(p[0]), y(p[1]), s.color)
-		}
-		ly := T + 20 + float64(i)*20
-		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="2"%s/><text x="%.1f" y="%.1f">%s</text>`+"\n",
-			W-R+10, W-R+40, ly, ly, s.color, dash, W-R+46, ly+4, s.name)
-	}
-	b.WriteString("</svg>\n")
-	return b.String()
+	return latencyPlot{
+		title: fmt.Sprintf("Latency of a delivery against answers at once (%.0f tokens/s, 2 tabs each)",
+			float64(time.Second)/float64(r.Options.capPace)),
+		xLabel: "answers streaming at once",
+		xs:     ns, series: ss,
+		limit: ms(capLimit), limitLabel: fmt.Sprintf("limit %v", capLimit),
+	}.svg()
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -369,14 +368,9 @@ const scenarioDocs = capacityDocs + `- **Flat out**: one pending task (no runner
 
 // plot draws latency against load: p50 and p99 of both sides, log scales.
 func (r *results) plot() string {
-	const W, H, L, R, T, B = 640.0, 400.0, 70.0, 170.0, 30.0, 50.0
 	loads := slices.Clone(r.Options.loads)
 	slices.Sort(loads)
-	type series struct {
-		name, color, dash string
-		pts               [][2]float64
-	}
-	var ss []series
+	var ss []plotSeries
 	for _, s := range []struct {
 		name, color string
 		runs        []latencyRun
@@ -385,7 +379,7 @@ func (r *results) plot() string {
 			name, dash string
 			f          func(latencyRun) float64
 		}{{"p50", "", func(x latencyRun) float64 { return x.P50 }}, {"p99", "6 4", func(x latencyRun) float64 { return x.P99 }}} {
-			se := series{name: s.name + " " + q.name, color: s.color, dash: q.dash}
+			se := plotSeries{name: s.name + " " + q.name, color: s.color, dash: q.dash}
 			for _, l := range loads {
 				if runs := atLoad(s.runs, l); len(runs) > 0 {
 					se.pts = append(se.pts, [2]float64{float64(l), med(runs, q.f)})
@@ -394,53 +388,9 @@ func (r *results) plot() string {
 			ss = append(ss, se)
 		}
 	}
-	minY, maxY := math.Inf(1), math.Inf(-1)
-	for _, s := range ss {
-		for _, p := range s.pts {
-			minY, maxY = math.Min(minY, p[1]), math.Max(maxY, p[1])
-		}
-	}
-	lo, hi := math.Floor(math.Log10(math.Max(minY, 0.01))), math.Ceil(math.Log10(math.Max(maxY, 0.1)))
-	if hi <= lo {
-		hi = lo + 1
-	}
-	xlo, xhi := math.Log10(float64(loads[0])), math.Log10(float64(loads[len(loads)-1]))
-	if xhi <= xlo {
-		xhi = xlo + 1
-	}
-	x := func(v float64) float64 { return L + (math.Log10(v)-xlo)/(xhi-xlo)*(W-L-R) }
-	y := func(v float64) float64 { return H - B - (math.Log10(math.Max(v, 0.01))-lo)/(hi-lo)*(H-T-B) }
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="12">`+"\n", W, H, W, H)
-	b.WriteString(`<rect width="100%" height="100%" fill="white"/>` + "\n")
-	fmt.Fprintf(&b, `<text x="%.0f" y="18" font-size="14">Latency of a delivery against load (%s tabs, log scales)</text>`+"\n", L, num(float64(r.Options.tabs)))
-	for e := lo; e <= hi; e++ {
-		v := math.Pow(10, e)
-		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#ddd"/><text x="%.1f" y="%.1f" text-anchor="end">%g ms</text>`+"\n",
-			L, W-R, y(v), y(v), L-6, y(v)+4, v)
-	}
-	for _, l := range loads {
-		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#ddd"/><text x="%.1f" y="%.1f" text-anchor="middle">%d</text>`+"\n",
-			x(float64(l)), x(float64(l)), T, H-B, x(float64(l)), H-B+16, l)
-	}
-	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">events per second (each to every tab)</text>`+"\n", (L+W-R)/2, H-12)
-	for i, s := range ss {
-		var pts []string
-		for _, p := range s.pts {
-			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(p[0]), y(p[1])))
-		}
-		dash := ""
-		if s.dash != "" {
-			dash = ` stroke-dasharray="` + s.dash + `"`
-		}
-		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2"%s points="%s"/>`+"\n", s.color, dash, strings.Join(pts, " "))
-		for _, p := range s.pts {
-			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>`+"\n", x(p[0]), y(p[1]), s.color)
-		}
-		ly := T + 20 + float64(i)*20
-		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="2"%s/><text x="%.1f" y="%.1f">%s</text>`+"\n",
-			W-R+10, W-R+40, ly, ly, s.color, dash, W-R+46, ly+4, s.name)
-	}
-	b.WriteString("</svg>\n")
-	return b.String()
+	return latencyPlot{
+		title:  fmt.Sprintf("Latency of a delivery against load (%s tabs, log scales)", num(float64(r.Options.tabs))),
+		xLabel: "events per second (each to every tab)",
+		xs:     loads, series: ss,
+	}.svg()
 }
