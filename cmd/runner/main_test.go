@@ -110,26 +110,10 @@ func TestRunRunsATask(t *testing.T) {
 
 	cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer ccancel()
-	own, err := postgres.Open(cctx, dbURL, postgres.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer own.Close()
-	bus, err := natsbus.Connect(cctx, natsURL, natsbus.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bus.Close()
-	res, err := own.Submit(cctx, task.SubmitRequest{UserID: "u", TaskID: uuid.NewString(),
-		ConversationID: uuid.NewString(), Content: "/stream 3 0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bus.Dispatch(cctx, res.Task.ID, 1); err != nil {
-		t.Fatal(err)
-	}
+	own, res := submitAndDispatch(t, cctx, dbURL, natsURL)
 	var got task.Task
 	if err := eventually.Within(eventually.Deadline, "the task to be done", func() (bool, error) {
+		var err error
 		got, err = own.Load(cctx, res.Task.ID)
 		return err == nil && got.Status == task.StatusDone, err
 	}); err != nil {
@@ -207,4 +191,30 @@ func scrapeRunner(t *testing.T, log *syncbuffer.Buffer) string {
 		t.Fatalf("GET /metrics: %d, %v", resp.StatusCode, err)
 	}
 	return string(b)
+}
+
+// submitAndDispatch writes a `/stream 3 0` task into the store as a gateway
+// does and dispatches its first attempt with ctx (whose span, if any, the
+// dispatch carries). The store stays open until the test ends.
+func submitAndDispatch(t *testing.T, ctx context.Context, dbURL, natsURL string) (*postgres.Store, task.SubmitResult) {
+	t.Helper()
+	own, err := postgres.Open(ctx, dbURL, postgres.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(own.Close)
+	bus, err := natsbus.Connect(ctx, natsURL, natsbus.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bus.Close()
+	res, err := own.Submit(ctx, task.SubmitRequest{UserID: "u", TaskID: uuid.NewString(),
+		ConversationID: uuid.NewString(), Content: "/stream 3 0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bus.Dispatch(ctx, res.Task.ID, 1); err != nil {
+		t.Fatal(err)
+	}
+	return own, res
 }

@@ -5,16 +5,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tether-dev/tether/internal/eventually"
-	"github.com/tether-dev/tether/internal/natsbus"
 	"github.com/tether-dev/tether/internal/natsbus/natstest"
-	"github.com/tether-dev/tether/internal/postgres"
 	"github.com/tether-dev/tether/internal/postgres/pgtest"
 	"github.com/tether-dev/tether/internal/syncbuffer"
-	"github.com/tether-dev/tether/internal/task"
 	"github.com/tether-dev/tether/internal/tracing"
 	"github.com/tether-dev/tether/internal/tracing/tracingtest"
 )
@@ -38,26 +34,9 @@ func TestRunTracesAClaim(t *testing.T) {
 
 	cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer ccancel()
-	own, err := postgres.Open(cctx, dbURL, postgres.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer own.Close()
-	bus, err := natsbus.Connect(cctx, natsURL, natsbus.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bus.Close()
-	res, err := own.Submit(cctx, task.SubmitRequest{UserID: "u", TaskID: uuid.NewString(),
-		ConversationID: uuid.NewString(), Content: "/stream 3 0"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	parent := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{0x7e, 1}, SpanID: trace.SpanID{0x5b, 1},
 		TraceFlags: trace.FlagsSampled})
-	if err := bus.Dispatch(trace.ContextWithSpanContext(cctx, parent), res.Task.ID, 1); err != nil {
-		t.Fatal(err)
-	}
+	_, res := submitAndDispatch(t, trace.ContextWithSpanContext(cctx, parent), dbURL, natsURL)
 	var claim, eng tracingtest.Span
 	eventually.True(t, "the claim and engine spans exported", func() bool {
 		for _, s := range rcv.Spans(t) {
