@@ -21,29 +21,18 @@ func benchStore(b *testing.B) *postgres.Store {
 }
 
 // BenchmarkSubmitNew: new tasks, each in its own conversation, from many goroutines.
-func BenchmarkSubmitNew(b *testing.B) {
-	s := benchStore(b)
-	ctx := context.Background()
-	b.SetParallelism(4)
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			_, err := s.Submit(ctx, task.SubmitRequest{UserID: "alice", TaskID: newID(),
-				ConversationID: newID(), Content: "a question of average length for a chat"})
-			if err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "submits/s")
-}
+func BenchmarkSubmitNew(b *testing.B) { benchSubmitNew(b, 4) }
 
 // BenchmarkSubmitNewMany: new tasks from 16 goroutines a core, as a burst
 // of tabs makes them: what group commit is for.
-func BenchmarkSubmitNewMany(b *testing.B) {
+func BenchmarkSubmitNewMany(b *testing.B) { benchSubmitNew(b, 16) }
+
+// benchSubmitNew submits new tasks, each in its own conversation, from
+// parallelism goroutines a core.
+func benchSubmitNew(b *testing.B, parallelism int) {
 	s := benchStore(b)
 	ctx := context.Background()
-	b.SetParallelism(16)
+	b.SetParallelism(parallelism)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			_, err := s.Submit(ctx, task.SubmitRequest{UserID: "alice", TaskID: newID(),
