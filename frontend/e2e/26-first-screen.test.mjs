@@ -11,28 +11,13 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { test } from 'node:test';
-import { T, answerText, scenario, sel, sendShown, streamText, threeShots, waitLoaded, waitStatus } from './harness.mjs';
+import { T, answerText, scenario, sel, sendShown, enterShown, streamText, threeShots, waitLoaded, waitStatus } from './harness.mjs';
 
 const focused = (page) => page.evaluate(() => document.activeElement?.getAttribute('data-testid'));
 const visible = (page, s) => page.isVisible(s);
 const background = (page) => page.evaluate(() => getComputedStyle(document.documentElement).backgroundColor);
 const LIGHT = 'rgb(247, 247, 245)';
 const DARK = 'rgb(23, 24, 26)';
-
-/** Presses Enter and returns the task id of the user message that appears. */
-async function enterShown(page) {
-  const before = await page.locator(sel.user).count();
-  await page.press(sel.input, 'Enter');
-  const id = await page.waitForFunction(
-    (n) => {
-      const els = document.querySelectorAll('[data-testid="message"][data-role="user"]');
-      return els.length > n ? els[els.length - 1].getAttribute('data-task-id') : null;
-    },
-    before,
-    { timeout: T.short },
-  );
-  return id.jsonValue();
-}
 
 test('first screen: examples, no conversations yet, byte counter and a file, phone New chat, theme', { timeout: 240_000 }, async () => {
   await scenario('26-first-screen', {}, async ({ sys, newContext, shoot, snap }) => {

@@ -26,6 +26,6 @@ export { freePort } from './harness/processes.mjs';
 export { psql, sqlRows } from './harness/sql.mjs';
 export { startSystem } from './harness/system.mjs';
 export { launchBrowser, newContext } from './harness/browser.mjs';
-export { sel, openApp, waitLoaded, send, sendShown, assistantOf, answerText, renderedText, waitStatus, waitTextAtLeast, progressOf, threeShots } from './harness/page.mjs';
+export { sel, openApp, waitLoaded, send, sendShown, enterShown, assistantOf, answerText, renderedText, waitStatus, waitTextAtLeast, progressOf, threeShots } from './harness/page.mjs';
 export { scenario } from './harness/scenario.mjs';
 export { startHoldProxy, startWsBlockingProxy, startThrottleProxy } from './harness/proxies.mjs';

@@ -45,8 +45,13 @@ export async function send(page, text) {
  * and clear between two polls.
  */
 export async function sendShown(page, text) {
-  const before = await page.locator(sel.user).count();
   await page.fill(sel.input, text);
+  return enterShown(page);
+}
+
+/** Presses Enter in the message box, as it is, and returns the task id of the user message it shows. */
+export async function enterShown(page) {
+  const before = await page.locator(sel.user).count();
   await page.press(sel.input, 'Enter');
   const id = await page.waitForFunction(
     (n) => {
